@@ -1,0 +1,1 @@
+"""Word-alignment labelling shared by the dwa criterion and the aligner."""

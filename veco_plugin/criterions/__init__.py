@@ -1,0 +1,1 @@
+"""Registered criterions (register by import)."""

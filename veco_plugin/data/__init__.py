@@ -1,0 +1,1 @@
+"""Dataset wrappers: pairing, masking, collation."""

@@ -1,0 +1,1 @@
+"""Layers the VECO models are built from."""

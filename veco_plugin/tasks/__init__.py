@@ -1,0 +1,1 @@
+"""Registered tasks (register by import)."""
