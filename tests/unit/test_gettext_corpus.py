@@ -1,4 +1,4 @@
-"""veco-gettext-corpus on the system's real catalogs and on small hand-made .mo files."""
+"""veco-gettext-corpus on the real system catalogs and on small hand-made .mo files."""
 
 import json
 import struct
