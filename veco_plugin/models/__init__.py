@@ -1,1 +1,3 @@
 """Registered models (register by import)."""
+
+from . import veco  # noqa: F401

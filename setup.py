@@ -1,0 +1,44 @@
+"""veco_plugin: a fairseq --user-dir plugin (VECO, TLM, XLM-Align DWA, ALIGN-MLM, WEAM).
+
+fairseq itself is not an install requirement: on Python 3.11+ the fixed fork
+``fairseq-fixed==0.12.3.1`` must be installed with ``--no-deps`` (its metadata pulls
+torchaudio and a CUDA torch), on Python <= 3.10 ``fairseq==0.12.2`` works as is.
+``scripts/setup-env.sh`` does the whole verified install.
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="veco_plugin",
+    version="0.1.0",
+    description="fairseq plugin for VECO cross-lingual pre-training and translation",
+    packages=find_packages(include=["veco_plugin", "veco_plugin.*"]),
+    python_requires=">=3.8",
+    install_requires=[
+        "numpy<2",
+        "hydra-core==1.3.2",
+        "omegaconf==2.3.0",
+        "bitarray",
+        "regex",
+        "sacrebleu>=2",
+        "sacremoses",
+        "cython",
+        "scikit-learn",
+        "sentencepiece",
+        "tqdm",
+        "matplotlib",
+    ],
+    extras_require={
+        "test": ["pytest"],
+        # fastBPE: see scripts/install-fastbpe.sh (PyPI's 0.1.0 sdist needs its .pyx
+        # re-cythonized on Python 3.11). NVIDIA apex: GPU only, built from source.
+    },
+    entry_points={
+        "console_scripts": [
+            "veco-init-nmt = veco_plugin.cli.init_nmt:cli_main",
+            "veco-average-checkpoints = veco_plugin.cli.average_checkpoints:cli_main",
+            "veco-reduce-vocab = veco_plugin.cli.reduce_vocab:cli_main",
+            "veco-gettext-corpus = veco_plugin.cli.gettext_corpus:cli_main",
+        ]
+    },
+)

@@ -1,0 +1,79 @@
+"""``ca_mlm``: cross-attention masked LM (VECO eq. 1), plus TLM on bilingual batches."""
+
+from dataclasses import dataclass, field
+
+from fairseq.criterions import register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at
+
+
+@dataclass
+class CaMlmConfig(FairseqDataclass):
+    mlm_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of -log P(x|x̂) and -log P(y|ŷ) (H stream, eqs. 10-11); 0 disables"},
+    )
+    ca_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of -log P(x|ŷ,x̂) and -log P(y|x̂,ŷ) (S stream, eqs. 12-13); 0 disables"},
+    )
+    tlm_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of TLM on bilingual batches (VECO = TLM + CA-MLM); 0 disables"},
+    )
+    no_stop_gradient: bool = field(
+        default=False,
+        metadata={"help": "let the cross terms back-propagate into H^L (ablation; paper detaches it)"},
+    )
+    tlm_reset_positions: bool = field(
+        default=False, metadata={"help": "restart positions at the second sentence in TLM (XLM)"}
+    )
+
+
+@register_criterion("ca_mlm", dataclass=CaMlmConfig)
+class CaMlmCriterion(MaskedTermsCriterion):
+    """Terms per sub-batch ``k`` (``mono``/``bi``): ``k_x_mlm``, ``k_y_mlm``
+    (H stream), ``k_x_ca``, ``k_y_ca`` (S stream) and ``bi_tlm``."""
+
+    def __init__(self, task, mlm_weight, ca_weight, tlm_weight, no_stop_gradient, tlm_reset_positions):
+        super().__init__(task)
+        self.weights = {"mlm": mlm_weight, "ca": ca_weight, "tlm": tlm_weight}
+        self.stop_gradient = not no_stop_gradient
+        self.tlm_reset_positions = tlm_reset_positions
+
+    def weight(self, term):
+        return self.weights[term.rsplit("_", 1)[-1]]
+
+    def add_terms(self, model, kind, batch, terms):
+        masked, gold = targets_at(batch["pair_target"], self.padding_idx)
+        # which masked positions belong to x (rows :B) and which to y (rows B:)
+        rows = masked.nonzero()[:, 0]
+        is_x = rows < masked.size(0) // 2
+        if self.weights["mlm"] or self.weights["ca"]:
+            h_logits, s_logits = model.forward_two_stream(
+                batch["pair_tokens"],
+                masked_tokens=masked,
+                stop_gradient=self.stop_gradient,
+                need_h=self.weights["mlm"] != 0,
+                need_s=self.weights["ca"] != 0,
+            )
+            for stream, logits in (("mlm", h_logits), ("ca", s_logits)):
+                if logits is not None:
+                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits[is_x], gold[is_x])
+                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits[~is_x], gold[~is_x])
+        if kind == "bi" and self.weights["tlm"]:
+            terms["bi_tlm"] = tlm_term(model, batch, self.padding_idx, self.tlm_reset_positions)
+
+
+def tlm_term(model, batch, pad, reset_positions):
+    """Masked LM over the concatenated pair ``x̂ ‖ ŷ`` (XLM's TLM)."""
+    masked, gold = targets_at(batch["concat_target"], pad)
+    logits = model.forward_concat(
+        batch["concat_tokens"],
+        first_lengths=batch["first_lengths"] if reset_positions else None,
+        masked_tokens=masked,
+    )
+    return masked_cross_entropy(logits, gold)
+
+

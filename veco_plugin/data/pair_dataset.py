@@ -1,0 +1,142 @@
+"""Pairs (x, y) of token sequences, masked on the fly, collated for two streams."""
+
+import logging
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+from .masking import MaskingScheme
+
+logger = logging.getLogger(__name__)
+
+
+class VecoPairDataset(FairseqDataset):
+    """Item ``i`` pairs ``first[first_index[i]]`` with ``second[second_index[i]]``.
+
+    * bilingual: ``first``/``second`` are the two sides, indices are ``0..N-1``;
+    * monolingual: both are the same corpus and the pairs are adjacent segments
+      ``(2k, 2k+1)`` (paper, footnote 9).
+
+    Each side is truncated to ``max_len`` tokens (its final eos kept) and pairs
+    with an empty side are dropped, both with a counted warning, never an error.
+    Each side is masked independently by ``scheme`` with an RNG seeded by
+    ``(seed, epoch, index)``; a side starts with ``bos`` (XLM-R layout).
+    """
+
+    def __init__(
+        self,
+        first,
+        second,
+        first_index: np.ndarray,
+        second_index: np.ndarray,
+        name: str,
+        bos: int,
+        max_len: int,
+        scheme: MaskingScheme,
+        seed: int = 1,
+        shuffle: bool = True,
+    ):
+        super().__init__()
+        self.first, self.second = first, second
+        self.name, self.bos, self.max_len = name, bos, max_len
+        self.scheme, self.seed, self.shuffle = scheme, seed, shuffle
+        self.epoch = 1
+        # +1 for the bos we prepend; an eos-only line is empty
+        len_a = np.asarray(first.sizes)[first_index] + 1
+        len_b = np.asarray(second.sizes)[second_index] + 1
+        keep = (len_a > 2) & (len_b > 2)
+        if not keep.all():
+            logger.warning(
+                "%s: skipping %d of %d pairs with an empty side", name, (~keep).sum(), len(keep)
+            )
+        too_long = ((len_a > max_len) | (len_b > max_len)) & keep
+        if too_long.any():
+            logger.warning(
+                "%s: truncating %d pairs to %d tokens per side", name, too_long.sum(), max_len
+            )
+        self.first_index, self.second_index = first_index[keep], second_index[keep]
+        self.lengths = np.stack(
+            [np.minimum(len_a[keep], max_len), np.minimum(len_b[keep], max_len)], axis=1
+        )
+        self.sizes = self.lengths.max(axis=1)
+        self.pad = scheme.pad_idx
+
+    @classmethod
+    def adjacent(cls, corpus, **kwargs) -> "VecoPairDataset":
+        """Pairs of adjacent segments (2k, 2k+1) of one monolingual corpus."""
+        evens = np.arange(0, len(corpus) - 1, 2)
+        return cls(corpus, corpus, evens, evens + 1, **kwargs)
+
+    @classmethod
+    def parallel(cls, src, tgt, **kwargs) -> "VecoPairDataset":
+        """Translation pairs; the two sides must be line-aligned."""
+        index = np.arange(len(src))
+        return cls(src, tgt, index, index, **kwargs)
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return False  # masks depend on the epoch
+
+    def _side(self, tokens: torch.Tensor, length: int) -> np.ndarray:
+        body = tokens.numpy()[: length - 2]
+        return np.concatenate([[self.bos], body, tokens.numpy()[-1:]]).astype(np.int64)
+
+    def __getitem__(self, index):
+        rng = np.random.default_rng((self.seed, self.epoch, index))
+        la, lb = self.lengths[index]
+        x = self._side(self.first[self.first_index[index]], la)
+        y = self._side(self.second[self.second_index[index]], lb)
+        x_in, x_tgt = self.scheme.apply(x, rng)
+        y_in, y_tgt = self.scheme.apply(y, rng)
+        return {"id": index, "x": x_in, "y": y_in, "x_target": x_tgt, "y_target": y_tgt}
+
+    def num_tokens(self, index):
+        # both sides are padded to the longer one and stacked: cost 2 * max(|x|, |y|)
+        return 2 * int(self.sizes[index])
+
+    def num_tokens_vec(self, indices):
+        return 2 * self.sizes[indices]
+
+    def size(self, index):
+        return int(self.sizes[index])
+
+    def ordered_indices(self):
+        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
+        return order[np.argsort(self.sizes[order], kind="mergesort")]
+
+    def collater(self, samples: List[Dict]) -> Optional[Dict]:
+        """Returns a batch of B pairs:
+
+        * ``pair_tokens``/``pair_target`` (2B, T): rows ``:B`` are x, ``B:`` are y
+          (the two-stream layout of ``VecoModel.forward_two_stream``);
+        * ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y`` for TLM, and
+          ``first_lengths`` (B,) = |x| per row.
+        """
+        if not samples:
+            return None
+
+        def pad(seqs):
+            return data_utils.collate_tokens([torch.from_numpy(s) for s in seqs], self.pad)
+
+        xs, ys = [s["x"] for s in samples], [s["y"] for s in samples]
+        xt, yt = [s["x_target"] for s in samples], [s["y_target"] for s in samples]
+        concat = [np.concatenate(p) for p in zip(xs, ys)]
+        concat_t = [np.concatenate(p) for p in zip(xt, yt)]
+        return {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "ntokens": int(sum(len(c) for c in concat)),
+            "pair_tokens": pad(xs + ys),
+            "pair_target": pad(xt + yt),
+            "concat_tokens": pad(concat),
+            "concat_target": pad(concat_t),
+            "first_lengths": torch.LongTensor([len(x) for x in xs]),
+        }

@@ -1,0 +1,99 @@
+"""A VECO Transformer layer: self-attention, pluggable cross-attention, FFN."""
+
+from typing import Optional
+
+from fairseq.modules import LayerNorm, MultiheadAttention
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from torch import Tensor
+
+
+class VecoEncoderLayer(TransformerEncoderLayerBase):
+    """fairseq's encoder layer plus a cross-attention block (``cross_attn`` and its
+    own ``cross_attn_layer_norm``).
+
+    * plug-out (``forward``): fairseq's own encoder layer forward, untouched; the
+      cross-attention is not used. This is the H stream, eqs. (2)-(5).
+    * plug-in (``forward_plug_in``): self-attention over the S stream, then
+      cross-attention whose queries come from the S stream and whose keys/values
+      come from the paired sequence's last H layer, then the FFN: eqs. (6)-(9).
+      Residual, dropout and layer-norm placement follow the layer's
+      ``normalize_before`` exactly as fairseq's decoder layer does, so this block
+      maps one-to-one onto a ``TransformerDecoderLayer`` without future mask.
+    """
+
+    def __init__(self, cfg, return_fc=False):
+        super().__init__(cfg, return_fc=return_fc)
+        self.cross_attn = self.build_cross_attention(self.embed_dim, cfg)
+        self.cross_attn_layer_norm = LayerNorm(self.embed_dim, export=cfg.export)
+
+    def build_cross_attention(self, embed_dim, cfg):
+        return MultiheadAttention(
+            embed_dim,
+            cfg.encoder.attention_heads,
+            kdim=embed_dim,
+            vdim=embed_dim,
+            dropout=cfg.attention_dropout,
+            encoder_decoder_attention=True,
+            q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size,
+        )
+
+    def _residual_block(self, x: Tensor, layer_norm, sublayer) -> Tensor:
+        """``LN(x + dropout(sublayer(x)))`` (post-LN) or ``x + dropout(sublayer(LN(x)))``."""
+        residual = x
+        if self.normalize_before:
+            x = layer_norm(x)
+        x = self.residual_connection(self.dropout_module(sublayer(x)), residual)
+        if not self.normalize_before:
+            x = layer_norm(x)
+        return x
+
+    def _feed_forward(self, x: Tensor) -> Tensor:
+        x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
+        return self.fc2(x)
+
+    def forward_plug_in(
+        self,
+        s: Tensor,
+        s_padding_mask: Optional[Tensor],
+        memory: Tensor,
+        memory_padding_mask: Optional[Tensor],
+    ) -> Tensor:
+        """One S-stream layer, eqs. (6)-(9).
+
+        Args:
+            s: S^{l-1}, ``(T, B, C)``
+            s_padding_mask: ``(B, T)``, True at padding (or None)
+            memory: H^L of the paired sequence, ``(S, B, C)``
+            memory_padding_mask: ``(B, S)``, True at padding (or None)
+        Returns:
+            S^l, ``(T, B, C)``
+        """
+        s = self._residual_block(
+            s,
+            self.self_attn_layer_norm,
+            lambda x: self.self_attn(
+                query=x, key=x, value=x, key_padding_mask=s_padding_mask, need_weights=False
+            )[0],
+        )
+        s = self._residual_block(
+            s,
+            self.cross_attn_layer_norm,
+            lambda x: self.cross_attn(
+                query=x,
+                key=memory,
+                value=memory,
+                key_padding_mask=memory_padding_mask,
+                static_kv=True,
+                need_weights=False,
+            )[0],
+        )
+        return self._residual_block(s, self.final_layer_norm, self._feed_forward)
+
+    def cross_attention_parameters(self):
+        """Parameters that exist only in VECO (absent from an XLM-R layer)."""
+        yield from self.cross_attn.parameters()
+        yield from self.cross_attn_layer_norm.parameters()
+
+
+__all__ = ["VecoEncoderLayer"]

@@ -1,0 +1,79 @@
+"""The VECO encoder stack: fairseq's ``TransformerEncoder`` built from VECO layers."""
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.models.transformer import TransformerConfig, TransformerEncoder
+from torch import Tensor
+
+from .veco_encoder_layer import VecoEncoderLayer
+
+
+class VecoTransformerEncoder(TransformerEncoder):
+    """``forward`` (inherited) is the plug-out H stream; ``forward_stream`` runs the
+    plug-in S stream against a memory (and, with explicit ``positions``, also the
+    plug-out stream with XLM-style position resets)."""
+
+    def build_encoder_layer(self, args):
+        return VecoEncoderLayer(TransformerConfig.from_namespace(args))
+
+    def embed(self, tokens: Tensor, positions: Optional[Tensor] = None) -> Tensor:
+        """Embeddings S^0 = H^0 of ``tokens`` (B, T) -> (B, T, C), pads zeroed.
+
+        ``positions`` (B, T) overrides fairseq's running positions (padding offset
+        included, i.e. the first real token is at ``padding_idx + 1``)."""
+        if positions is None:
+            x, _ = self.forward_embedding(tokens)
+        else:
+            x = self.embed_scale * self.embed_tokens(tokens)
+            # LearnedPositionalEmbedding only takes explicit positions without a
+            # padding_idx, so look its table up directly (same weights, same offset).
+            x = x + F.embedding(positions, self.embed_positions.weight, self.padding_idx)
+            if self.layernorm_embedding is not None:
+                x = self.layernorm_embedding(x)
+            x = self.dropout_module(x)
+        return x * tokens.ne(self.padding_idx).unsqueeze(-1).type_as(x)
+
+    def forward_stream(
+        self,
+        tokens: Tensor,
+        memory: Optional[Tensor] = None,
+        memory_padding_mask: Optional[Tensor] = None,
+        positions: Optional[Tensor] = None,
+    ) -> Tensor:
+        """Run one stream over ``tokens`` (B, T); returns the last layer (T, B, C).
+
+        With ``memory`` (S, B, C) every layer is plugged in (S stream, eqs. 6-9);
+        without it every layer is plugged out (H stream, eqs. 2-5)."""
+        padding_mask = tokens.eq(self.padding_idx)
+        if not padding_mask.any():
+            padding_mask = None
+        x = self.embed(tokens, positions).transpose(0, 1)
+        for layer in self.layers:
+            if memory is None:
+                x = layer(x, encoder_padding_mask=padding_mask)
+            else:
+                x = layer.forward_plug_in(x, padding_mask, memory, memory_padding_mask)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return x
+
+    def cross_attention_parameters(self):
+        for layer in self.layers:
+            yield from layer.cross_attention_parameters()
+
+
+def reset_positions(tokens: Tensor, first_lengths: Tensor, padding_idx: int) -> Tensor:
+    """XLM-style positions for a concatenated pair: the second segment restarts.
+
+    Args:
+        tokens: (B, T) concatenation ``x ‖ y`` right-padded
+        first_lengths: (B,) length of ``x`` in each row
+    Returns:
+        (B, T) positions with fairseq's padding offset; pads get ``padding_idx``.
+    """
+    steps = torch.arange(tokens.size(1), device=tokens.device).unsqueeze(0)
+    first = first_lengths.unsqueeze(1)
+    pos = torch.where(steps < first, steps, steps - first) + padding_idx + 1
+    return pos.masked_fill(tokens.eq(padding_idx), padding_idx)

@@ -1,0 +1,224 @@
+"""``veco_pretraining``: one monolingual and one bilingual batch per update.
+
+Data layout (see README)::
+
+    DATA/dict.txt                  the one shared dictionary
+    DATA/mono/<lang>/<split>.*     fairseq-preprocess --only-source --srcdict DATA/dict.txt
+    DATA/bi/<src>-<tgt>/<split>.<src>-<tgt>.<lang>.*
+                                   fairseq-preprocess -s src -t tgt --srcdict/--tgtdict DATA/dict.txt
+"""
+
+import filecmp
+import logging
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+from fairseq import checkpoint_utils
+from fairseq.data import ConcatDataset, Dictionary, ResamplingDataset, data_utils
+from fairseq.dataclass import FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from ..data.masking import MaskingScheme
+from ..data.pair_dataset import VecoPairDataset
+from ..data.zip_dataset import VecoZipDataset
+from ..models.veco import load_xlmr_into_veco
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class VecoPretrainingConfig(FairseqDataclass):
+    data: str = field(default="", metadata={"help": "DATA directory (dict.txt, mono/, bi/)"})
+    mono_langs: str = field(default="", metadata={"help": "monolingual languages, e.g. en,de"})
+    bi_pairs: str = field(default="", metadata={"help": "bilingual pairs, e.g. en-de,en-fr"})
+    mono_mask_prob: float = field(default=0.15, metadata={"help": "masking rate, monolingual"})
+    bi_mask_prob: float = field(default=0.25, metadata={"help": "masking rate, bilingual"})
+    leave_unmasked_prob: float = field(default=0.1, metadata={"help": "masked tokens kept"})
+    random_token_prob: float = field(default=0.1, metadata={"help": "masked tokens randomized"})
+    max_mono_positions: int = field(
+        default=512, metadata={"help": "max tokens of a monolingual segment (longer: truncated)"}
+    )
+    max_bi_positions: int = field(
+        default=128, metadata={"help": "max tokens per side of a translation pair"}
+    )
+    multilang_sampling_alpha: float = field(
+        default=0.5, metadata={"help": "language sampling smoothing exponent α (q ∝ p^α)"}
+    )
+    pretrained_xlmr: Optional[str] = field(
+        default=None,
+        metadata={"help": "fairseq XLM-R/RoBERTa model.pt to initialize all but cross-attention"},
+    )
+    cross_attention_only_updates: int = field(
+        default=0, metadata={"help": "train only the cross-attention for the first N updates"}
+    )
+    seed: int = II("common.seed")
+
+
+def _split_list(text: str) -> List[str]:
+    return [t for t in text.split(",") if t]
+
+
+@register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
+class VecoPretrainingTask(FairseqTask):
+    cfg: VecoPretrainingConfig
+
+    def __init__(self, cfg: VecoPretrainingConfig, dictionary: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.mask_idx = dictionary.index("<mask>")
+
+    @classmethod
+    def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
+        if not (_split_list(cfg.mono_langs) or _split_list(cfg.bi_pairs)):
+            raise ValueError("veco_pretraining: give --mono-langs and/or --bi-pairs")
+        path = os.path.join(cfg.data, "dict.txt")
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} not found: DATA must hold the shared dictionary (the pre-trained model's dict.txt)"
+            )
+        dictionary = Dictionary.load(path)
+        dictionary.add_symbol("<mask>")
+        logger.info("dictionary: %d types (with <mask>)", len(dictionary))
+        return cls(cfg, dictionary)
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+    def max_positions(self):
+        return max(self.cfg.max_mono_positions, 2 * self.cfg.max_bi_positions)
+
+    # --- data -------------------------------------------------------------------------
+
+    def _scheme(self, prob: float) -> MaskingScheme:
+        return MaskingScheme(
+            prob=prob,
+            mask_idx=self.mask_idx,
+            pad_idx=self.dictionary.pad(),
+            first_ordinary=self.dictionary.nspecial,
+            vocab_end=len(self.dictionary),
+            random=self.cfg.random_token_prob,
+            keep=self.cfg.leave_unmasked_prob,
+        )
+
+    def _load_side(self, directory: str, prefixes: List[str], fix: str, dict_name: str):
+        shared = os.path.join(self.cfg.data, "dict.txt")
+        local = os.path.join(directory, dict_name)
+        if os.path.exists(local) and not filecmp.cmp(shared, local, shallow=False):
+            raise ValueError(f"{local} differs from {shared}: re-binarize with {fix}")
+        for prefix in prefixes:
+            dataset = data_utils.load_indexed_dataset(
+                os.path.join(directory, prefix), self.dictionary
+            )
+            if dataset is not None:
+                return dataset
+        raise FileNotFoundError(
+            f"no binarized data {os.path.join(directory, prefixes[0])}.{{bin,idx}}: run {fix}"
+        )
+
+    def _mono(self, lang: str, split: str, shuffle: bool) -> VecoPairDataset:
+        directory = os.path.join(self.cfg.data, "mono", lang)
+        corpus = self._load_side(
+            directory,
+            [split, f"{split}.{lang}-None.{lang}"],
+            f"fairseq-preprocess --only-source --srcdict {self.cfg.data}/dict.txt "
+            f"--{split if split in ('train', 'valid', 'test') else 'valid'}pref TEXT --destdir {directory}",
+            "dict.txt",
+        )
+        return VecoPairDataset.adjacent(
+            corpus,
+            name=f"mono/{lang}/{split}",
+            bos=self.dictionary.bos(),
+            max_len=self.cfg.max_mono_positions,
+            scheme=self._scheme(self.cfg.mono_mask_prob),
+            seed=self.cfg.seed,
+            shuffle=shuffle,
+        )
+
+    def _bi(self, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
+        src, tgt = pair.split("-")
+        directory = os.path.join(self.cfg.data, "bi", pair)
+        fix = (
+            f"fairseq-preprocess --source-lang {src} --target-lang {tgt} --srcdict "
+            f"{self.cfg.data}/dict.txt --tgtdict {self.cfg.data}/dict.txt --destdir {directory}"
+        )
+        sides = [
+            self._load_side(directory, [f"{split}.{pair}.{lang}"], fix, f"dict.{lang}.txt")
+            for lang in (src, tgt)
+        ]
+        if len(sides[0]) != len(sides[1]):
+            raise ValueError(
+                f"{directory}/{split}.{pair}.{{{src},{tgt}}} have {len(sides[0])} and {len(sides[1])} "
+                "lines: the raw text sides must be line-aligned (a stray carriage return inside a "
+                "line is the usual cause: strip \\r and re-binarize)"
+            )
+        return VecoPairDataset.parallel(
+            *sides,
+            name=f"bi/{pair}/{split}",
+            bos=self.dictionary.bos(),
+            max_len=self.cfg.max_bi_positions,
+            scheme=self._scheme(self.cfg.bi_mask_prob),
+            seed=self.cfg.seed,
+            shuffle=shuffle,
+        )
+
+    def _mix(self, datasets: List[VecoPairDataset], split: str, epoch: int):
+        """Concatenate languages; in training resample them with q_l ∝ p_l^α."""
+        if len(datasets) == 1:
+            return datasets[0]
+        if split == getattr(self.cfg, "train_subset", "train"):
+            sizes = np.array([len(d) for d in datasets], dtype=float)
+            p = sizes / sizes.sum()
+            q = p**self.cfg.multilang_sampling_alpha
+            q = q / q.sum()
+            ratios = q * sizes.sum() / sizes
+            logger.info("language sampling (alpha=%s): %s", self.cfg.multilang_sampling_alpha,
+                        ", ".join(f"{d.name}={r:.3f}" for d, r in zip(datasets, q)))
+            datasets = [
+                ResamplingDataset(d, size_ratio=r, seed=self.cfg.seed, epoch=epoch, replace=r >= 1.0)
+                for d, r in zip(datasets, ratios)
+            ]
+        return ConcatDataset(datasets)
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        train = split == "train"
+        parts = OrderedDict()
+        if _split_list(self.cfg.mono_langs):
+            parts["mono"] = self._mix(
+                [self._mono(lang, split, train) for lang in _split_list(self.cfg.mono_langs)],
+                split, epoch,
+            )
+        if _split_list(self.cfg.bi_pairs):
+            parts["bi"] = self._mix(
+                [self._bi(pair, split, train) for pair in _split_list(self.cfg.bi_pairs)],
+                split, epoch,
+            )
+        self.datasets[split] = VecoZipDataset(parts)
+        self.datasets[split].set_epoch(epoch)
+
+    # --- model and schedule -----------------------------------------------------------
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.pretrained_xlmr and not from_checkpoint:
+            path = self.cfg.pretrained_xlmr
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"--pretrained-xlmr {path}: no such file")
+            state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
+            load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
+        return model
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """Paper schedule: first train only the cross-attention, then everything."""
+        only_cross = update_num < self.cfg.cross_attention_only_updates
+        for name, p in model.named_parameters():
+            p.requires_grad_(not only_cross or ".cross_attn" in name)
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
