@@ -1,0 +1,59 @@
+"""Toy dictionaries, tasks and models for unit tests (built via fairseq's registries)."""
+
+import argparse
+
+import torch
+from fairseq import models, options
+from fairseq.data import Dictionary
+
+
+def toy_dictionary(n_words: int = 50) -> Dictionary:
+    d = Dictionary()
+    for i in range(n_words):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<mask>")
+    return d
+
+
+class ToyTask:
+    """The minimal task surface ``build_model`` needs (dictionary, max positions)."""
+
+    def __init__(self, dictionary, max_positions=64):
+        self.source_dictionary = self.target_dictionary = self.dictionary = dictionary
+        self._max = max_positions
+
+    def max_positions(self):
+        return self._max
+
+
+def model_args(arch: str, model: str = "veco", **overrides) -> argparse.Namespace:
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, ["DATA", "--arch", arch, "--task", "masked_lm"]
+    )
+    args.max_positions = 64
+    args.dropout = args.attention_dropout = 0.0
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
+def build(arch: str, dictionary, seed: int = 0, **overrides):
+    torch.manual_seed(seed)
+    args = model_args(arch, **overrides)
+    return models.ARCH_MODEL_REGISTRY[arch].build_model(args, ToyTask(dictionary))
+
+
+def random_tokens(dictionary, batch: int, length: int, seed: int = 0, pad_tail: int = 0):
+    """(batch, length) ids of ordinary symbols, bos first, eos last; the last
+    ``pad_tail`` positions of odd rows are padding (bos/eos moved accordingly)."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(dictionary.nspecial, len(dictionary) - 1, (batch, length), generator=g)
+    t[:, 0] = dictionary.bos()
+    t[:, -1] = dictionary.eos()
+    if pad_tail:
+        t[1::2, -pad_tail - 1] = dictionary.eos()
+        t[1::2, -pad_tail:] = dictionary.pad()
+    return t
+
+
