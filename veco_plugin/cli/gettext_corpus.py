@@ -90,15 +90,15 @@ _LANG_CODE = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z]{2})?(?:@[A-Za-z]+)?$")
 # A word token: letters, optionally joined by - ' ’ . (e.g. "re-read", "don't", "z.B.").
 _WORD = re.compile(r"^[^\W\d_]+(?:[-'’.][^\W\d_]+)*\.?$")
 _EDGE_PUNCT = "\"'`«»‹›„“”‚‘’(),;:!?¡¿….–—"  # not [] <> {}: placeholders
+_ENTITY = re.compile(r"&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);")
 # Markup that is not a usage placeholder like "<file>": closing or self-closing tags,
 # tags with attributes, and character entities.
 _MARKUP = re.compile(
     r"</[A-Za-z][\w:-]*\s*>|<[A-Za-z][\w:-]*(?:\s+[\w:-]+=[^<>]*)?\s*/>"
-    r"|<[A-Za-z][\w:-]*\s+[\w:-]+=\"[^<>]*>|&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);"
+    r"|<[A-Za-z][\w:-]*\s+[\w:-]+=\"[^<>]*>|" + _ENTITY.pattern
 )
 # Accelerator markers: "_" or "&" directly before a letter or digit.
 _ACCEL = re.compile(r"[_&](?=[^\W_])")
-_ENTITY = re.compile(r"&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);")
 
 
 class CorpusError(Exception):
