@@ -1,0 +1,456 @@
+"""Initialize a ``veco_transformer`` translation model from a pre-trained checkpoint.
+
+::
+
+    veco-init-nmt --pretrained checkpoints/veco/checkpoint_best.pt \\
+        --output checkpoints/nmt/init.pt --decoder-layers last:6
+    fairseq-train DATA --user-dir veco_plugin --task translation_from_pretrained_veco \\
+        --arch veco_transformer_large --decoder-layers 6 --restore-file checkpoints/nmt/init.pt \\
+        --reset-optimizer --reset-dataloader --reset-meters ...
+
+(the tool prints the exact fairseq-train flags the checkpoint needs).
+
+Input: a ``veco`` checkpoint (``fairseq-train --task veco_pretraining``), or a plain
+fairseq XLM-R/RoBERTa checkpoint (then every encoder-decoder attention starts random
+and the log says so: the paper's XLM-R baseline). Older fairseq layouts
+(``decoder.sentence_encoder``, ``emb_layer_norm``, fused in-projections) are upgraded
+by fairseq's own ``upgrade_state_dict`` first.
+
+``--decoder-layers`` picks the pre-trained layer behind each decoder layer:
+``all`` (default), ``first:N``, ``last:N`` (paper Table 4: last is better) or a list
+such as ``18,19,20,21,22,23``. ``--tie-layers`` makes each decoder layer share its
+self-attention/FFN with the encoder layer it was initialized from during
+fine-tuning. ``--vocab-map`` (from ``veco-reduce-vocab``) keeps only those embedding
+rows. The dictionary (``--dict``; default: ``dict.txt`` next to the checkpoint or in
+the pre-training data directory) is fingerprinted into the checkpoint so that data
+binarized with another dictionary is refused with a one-line error.
+
+The mapping itself is :func:`veco_plugin.nmt_init.init_nmt_state` (pure, explicit key
+map); this module loads, builds the target model, verifies a strict load and the
+weight tying, and writes a fairseq checkpoint (with ``cfg``) atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import warnings
+from argparse import Namespace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from veco_plugin.nmt_init import (
+    TIED_LAYER_MODULES,
+    InitReport,
+    NmtInitError,
+    count_layers,
+    init_nmt_state,
+    parse_decoder_layers,
+)
+
+logger = logging.getLogger("veco_plugin.cli.init_nmt")
+
+PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = "veco_transformer"
+MASK = "<mask>"
+_EMBED = re.compile(r"^(encoder|decoder)\.sentence_encoder\.embed_tokens\.weight$")
+
+
+class _DictionaryTask:
+    """What ``build_model`` needs of a task: the (joined) dictionary."""
+
+    def __init__(self, dictionary, max_positions: int):
+        self.source_dictionary = self.target_dictionary = dictionary
+        self._max_positions = max_positions
+
+    def max_positions(self):
+        return self._max_positions
+
+
+def _model_args(state: Dict[str, Any]) -> Optional[Any]:
+    cfg = state.get("cfg")
+    if cfg is not None and cfg.get("model") is not None:
+        return cfg["model"]
+    return state.get("args")
+
+
+def _get(obj: Any, key: str, default=None):
+    if obj is None:
+        return default
+    value = getattr(obj, key, None)
+    if value is None and hasattr(obj, "get"):
+        value = obj.get(key)
+    return default if value is None else value
+
+
+def pretrained_sizes(model_state: Dict[str, torch.Tensor], model_args: Any) -> Dict[str, int]:
+    """Layers, width, FFN, heads, vocabulary rows and positions of a checkpoint."""
+    embed = [k for k in model_state if _EMBED.match(k)]
+    if not embed:
+        raise NmtInitError(
+            "no *.sentence_encoder.embed_tokens.weight: not a veco/XLM-R/RoBERTa checkpoint"
+        )
+    prefix = embed[0].rsplit(".embed_tokens.weight", 1)[0]
+    rows, dim = model_state[embed[0]].shape
+    layers = count_layers(model_state, f"{prefix}.layers")
+    fc1 = model_state.get(f"{prefix}.layers.0.fc1.weight")
+    positions = model_state.get(f"{prefix}.embed_positions.weight")
+    if fc1 is None or positions is None:
+        raise NmtInitError(
+            f"{prefix} has no layers.0.fc1 or no learned positions: "
+            "not a veco/XLM-R/RoBERTa checkpoint"
+        )
+    return {
+        "layers": layers,
+        "dim": int(dim),
+        "ffn": int(fc1.shape[0]),
+        "heads": int(_get(model_args, "encoder_attention_heads", 0) or 0),
+        "rows": int(rows),
+        "position_rows": int(positions.shape[0]),
+    }
+
+
+def arch_sizes(arch: str) -> Dict[str, int]:
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    ns = Namespace()
+    ARCH_CONFIG_REGISTRY[arch](ns)
+    return {
+        "layers": ns.encoder_layers,
+        "dim": ns.encoder_embed_dim,
+        "ffn": ns.encoder_ffn_embed_dim,
+        "heads": ns.encoder_attention_heads,
+    }
+
+
+def _describe(sizes: Dict[str, int]) -> str:
+    heads = f", {sizes['heads']} heads" if sizes.get("heads") else ""
+    return f"{sizes['layers']} layers x {sizes['dim']} (FFN {sizes['ffn']}{heads})"
+
+
+def resolve_arch(requested: Optional[str], sizes: Dict[str, int]) -> str:
+    """The ``veco_transformer_*`` arch whose sizes are the checkpoint's."""
+    from fairseq.models import ARCH_MODEL_INV_REGISTRY
+
+    archs = sorted(ARCH_MODEL_INV_REGISTRY[MODEL])
+
+    def matches(arch: str) -> bool:
+        own = arch_sizes(arch)
+        return all(own[k] == sizes[k] for k in ("layers", "dim", "ffn")) and (
+            not sizes["heads"] or own["heads"] == sizes["heads"]
+        )
+
+    fitting = [a for a in archs if matches(a)]
+    if requested is not None:
+        if requested not in archs:
+            raise NmtInitError(f"--arch {requested}: unknown; choose one of {', '.join(archs)}")
+        if not matches(requested):
+            hint = f"use --arch {fitting[0]}" if fitting else "no veco_transformer arch fits"
+            raise NmtInitError(
+                f"--arch {requested} is {_describe(arch_sizes(requested))} but the checkpoint "
+                f"is {_describe(sizes)}: {hint}"
+            )
+        return requested
+    if not fitting:
+        raise NmtInitError(
+            f"no veco_transformer arch has the checkpoint's sizes ({_describe(sizes)})"
+        )
+    return fitting[0]
+
+
+def normalize_pretrained(
+    model_state: Dict[str, torch.Tensor], sizes: Dict[str, int], padding_idx: int
+) -> Dict[str, torch.Tensor]:
+    """fairseq's own ``upgrade_state_dict`` of a ``veco`` model of these sizes (renames
+    ``decoder.`` -> ``encoder.``, ``emb_layer_norm``, splits fused in-projections)."""
+    from fairseq.data import Dictionary
+
+    from veco_plugin.models.veco import VecoModel
+
+    dictionary = Dictionary()
+    while len(dictionary) < sizes["rows"]:
+        dictionary.add_symbol(f"<row{len(dictionary)}>")
+    max_positions = sizes["position_rows"] - padding_idx - 1
+    args = Namespace(
+        encoder_layers=sizes["layers"],
+        encoder_embed_dim=sizes["dim"],
+        encoder_ffn_embed_dim=sizes["ffn"],
+        encoder_attention_heads=sizes["heads"] or 1,
+        max_positions=max_positions,
+    )
+    model = VecoModel.build_model(args, _DictionaryTask(dictionary, max_positions))
+    state = dict(model_state)
+    model.upgrade_state_dict(state)
+    return state
+
+
+def load_dictionary(path: str):
+    from fairseq.data import Dictionary
+
+    dictionary = Dictionary.load(path)
+    dictionary.add_symbol(MASK)
+    return dictionary
+
+
+def find_dictionary(explicit: Optional[str], pretrained: str, state: Dict[str, Any]) -> str:
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise NmtInitError(f"--dict {explicit}: no such file")
+        return explicit
+    candidates = [os.path.join(os.path.dirname(os.path.abspath(pretrained)), "dict.txt")]
+    cfg = state.get("cfg")
+    task = cfg.get("task") if cfg is not None else None
+    data = _get(task, "data") or _get(state.get("args"), "data")
+    if data:
+        candidates.append(os.path.join(str(data).split(os.pathsep)[0], "dict.txt"))
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    raise NmtInitError(
+        "cannot find the pre-training dictionary (looked for "
+        + ", ".join(candidates)
+        + "): pass --dict <pretrained dict.txt>"
+    )
+
+
+def target_dictionary(args: argparse.Namespace, state: Dict[str, Any], rows: int):
+    """The fine-tuning dictionary (+<mask>) and the embedding rows to keep (or None)."""
+    from fairseq.data import Dictionary
+
+    from veco_plugin.cli.reduce_vocab import ReduceVocabError, read_vocab_map
+
+    if args.vocab_map:
+        try:
+            keep, symbols = read_vocab_map(args.vocab_map)
+        except (OSError, ReduceVocabError) as exc:
+            raise NmtInitError(f"--vocab-map: {exc}") from None
+        reduced = Dictionary()
+        if symbols[: reduced.nspecial] != reduced.symbols or keep[: reduced.nspecial] != list(
+            range(reduced.nspecial)
+        ):
+            raise NmtInitError(f"--vocab-map {args.vocab_map}: must start with the special symbols")
+        if symbols[-1] != MASK:
+            raise NmtInitError(f"--vocab-map {args.vocab_map}: the last row must be {MASK}")
+        for symbol in symbols[reduced.nspecial : -1]:
+            reduced.add_symbol(symbol)
+        reduced.add_symbol(MASK)
+        if reduced.symbols != symbols:
+            raise NmtInitError(f"--vocab-map {args.vocab_map}: repeated symbols")
+        try:
+            full = load_dictionary(find_dictionary(args.dict, args.pretrained, state))
+        except NmtInitError:
+            if args.dict:
+                raise
+            full = None  # the map alone defines the rows; nothing to cross-check
+        if full is not None:
+            wrong = [s for s, r in zip(symbols, keep) if r >= len(full) or full.symbols[r] != s]
+            if wrong:
+                raise NmtInitError(
+                    f"--vocab-map {args.vocab_map} does not match the pre-training dictionary "
+                    f"(e.g. {wrong[0]!r}): re-run veco-reduce-vocab with this dict.txt"
+                )
+        return reduced, keep
+    path = find_dictionary(args.dict, args.pretrained, state)
+    dictionary = load_dictionary(path)
+    if len(dictionary) != rows:
+        raise NmtInitError(
+            f"{path} has {len(dictionary)} types with {MASK} but the checkpoint's embeddings "
+            f"{rows} rows: pass the dict.txt the model was pre-trained with (--dict)"
+        )
+    logger.info("dictionary %s: %d types (with %s)", path, len(dictionary), MASK)
+    return dictionary, None
+
+
+def build_target(
+    arch: str,
+    dictionary,
+    decoder_layers: int,
+    max_positions: int,
+    tied: Optional[List[int]],
+    data: str,
+) -> Tuple[Any, Namespace]:
+    """The ``veco_transformer`` model exactly as fairseq-train will build it."""
+    from fairseq import options
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    argv = [
+        data, "--user-dir", PLUGIN_DIR, "--task", "translation_from_pretrained_veco",
+        "--arch", arch, "--decoder-layers", str(decoder_layers),
+        "--max-source-positions", str(max_positions),
+        "--max-target-positions", str(max_positions),
+    ]  # fmt: skip
+    if tied:
+        argv += ["--tie-decoder-to-encoder-layers", ",".join(map(str, tied))]
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    model = ARCH_MODEL_REGISTRY[arch].build_model(args, _DictionaryTask(dictionary, max_positions))
+    return model, args
+
+
+def check_tied(model, tied: Optional[List[int]]) -> None:
+    """Assert the weight sharing the checkpoint relies on."""
+    enc, dec = model.encoder, model.decoder
+    if not (
+        enc.embed_tokens.weight is dec.embed_tokens.weight
+        and dec.output_projection.weight is enc.embed_tokens.weight
+    ):
+        raise RuntimeError("source, target and output embeddings are not one matrix")
+    for j, i in enumerate(tied or []):
+        for name in TIED_LAYER_MODULES:
+            if getattr(dec.layers[j], name) is not getattr(enc.layers[i], name):
+                raise RuntimeError(f"decoder.layers.{j}.{name} is not encoder.layers.{i}.{name}")
+
+
+def checkpoint_state(model, args: Namespace, report: InitReport, source: str) -> Dict[str, Any]:
+    """A fairseq checkpoint (as ``Trainer.state_dict`` writes it) at update 0."""
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import OmegaConf
+
+    with warnings.catch_warnings():  # hydra's deprecation notices about fairseq's configs
+        warnings.simplefilter("ignore")
+        cfg = convert_namespace_to_omegaconf(args)
+    return {
+        "args": None,
+        "cfg": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
+        "model": model.state_dict(),
+        "criterion": None,
+        "optimizer_history": [
+            {
+                "criterion_name": "veco-init-nmt",
+                "optimizer_name": "none",
+                "lr_scheduler_state": {},
+                "num_updates": 0,
+            }
+        ],
+        "last_optimizer_state": None,
+        "task_state": {},
+        "extra_state": {
+            "train_iterator": {"epoch": 1, "iterations_in_epoch": 0, "shuffle": True, "version": 2},
+            "previous_training_time": 0,
+            "veco_init_nmt": {
+                "pretrained": source,
+                "source_kind": report.source_kind,
+                "decoder_source_layers": list(report.decoder_source_layers),
+                "random_modules": list(report.random_modules),
+            },
+        },
+    }
+
+
+def train_flags(arch: str, decoder_layers: int, max_positions: int, tied, output: str) -> str:
+    flags = [
+        f"--user-dir {PLUGIN_DIR}", "--task translation_from_pretrained_veco",
+        f"--arch {arch}", f"--decoder-layers {decoder_layers}",
+    ]  # fmt: skip
+    if tied:
+        flags.append("--tie-decoder-to-encoder-layers " + ",".join(map(str, tied)))
+    if max_positions != 512:
+        flags.append(f"--max-source-positions {max_positions}")
+        flags.append(f"--max-target-positions {max_positions}")
+    flags.append(f"--restore-file {output} --reset-optimizer --reset-dataloader --reset-meters")
+    return " ".join(flags)
+
+
+def _log_report(report: InitReport, source: str) -> None:
+    logger.info(
+        "initialized from %s (%s): decoder layers <- pre-trained layers %s",
+        source, report.source_kind, ",".join(map(str, report.decoder_source_layers)),
+    )  # fmt: skip
+    if report.random_modules:
+        logger.warning(
+            "%d modules start random (no cross-attention in %s): %s",
+            len(report.random_modules), source, ", ".join(report.random_modules),
+        )  # fmt: skip
+    else:
+        logger.info("no module starts random")
+    if report.dropped_modules:
+        logger.info("not used: %s", ", ".join(report.dropped_modules))
+
+
+def main(args: argparse.Namespace) -> Dict[str, Any]:
+    from fairseq import utils as fairseq_utils
+    from fairseq.checkpoint_utils import torch_persistent_save
+
+    from veco_plugin.trusted_load import load_trusted
+
+    fairseq_utils.import_user_module(Namespace(user_dir=PLUGIN_DIR))
+    if not os.path.isfile(args.pretrained):
+        raise NmtInitError(f"--pretrained {args.pretrained}: no such file")
+    try:
+        state = load_trusted(args.pretrained)
+    except Exception as exc:  # corrupt or not a checkpoint
+        raise NmtInitError(f"{args.pretrained}: cannot load ({exc})") from None
+    if not isinstance(state, dict) or "model" not in state:
+        raise NmtInitError(f"{args.pretrained} has no 'model' entry: not a fairseq checkpoint")
+    model_args = _model_args(state)
+    sizes = pretrained_sizes(state["model"], model_args)
+    arch = resolve_arch(args.arch, sizes)
+    layers = parse_decoder_layers(args.decoder_layers, sizes["layers"])
+    tied = layers if args.tie_layers else None
+
+    dictionary, keep = target_dictionary(args, state, sizes["rows"])
+    max_positions = sizes["position_rows"] - dictionary.pad() - 1
+    pretrained = normalize_pretrained(state["model"], sizes, dictionary.pad())
+    torch.manual_seed(args.seed)  # the modules that start random
+    data = os.path.dirname(os.path.abspath(args.vocab_map or args.dict or args.pretrained))
+    model, train_args = build_target(arch, dictionary, len(layers), max_positions, tied, data)
+    mapped, report = init_nmt_state(pretrained, model.state_dict(), layers, keep)
+    model.load_state_dict(mapped, strict=True)
+    check_tied(model, tied)
+    _log_report(report, args.pretrained)
+
+    out = checkpoint_state(model, train_args, report, args.pretrained)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    torch_persistent_save(out, args.output)  # atomic: <output>.tmp, then rename
+    logger.info("wrote %s; fine-tune with: fairseq-train DATA %s", args.output,
+                train_flags(arch, len(layers), max_positions, tied, args.output))  # fmt: skip
+    return out
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="veco-init-nmt",
+        description="Map a veco (or XLM-R/RoBERTa) checkpoint onto a veco_transformer "
+        "encoder-decoder checkpoint that fairseq-train --restore-file and fairseq-generate load.",
+    )
+    parser.add_argument("--pretrained", required=True, metavar="CKPT",
+                        help="veco or fairseq XLM-R/RoBERTa checkpoint")
+    parser.add_argument("--output", required=True, metavar="CKPT", help="checkpoint to write")
+    parser.add_argument("--decoder-layers", default="all", metavar="SPEC",
+                        help="pre-trained layers for the decoder: all, first:N, last:N or "
+                        "a list like 18,19,20,21,22,23 (default: all)")
+    parser.add_argument("--arch", default=None, metavar="ARCH",
+                        help="veco_transformer_{tiny,small,base,large}; default: the one "
+                        "matching the checkpoint's sizes")
+    parser.add_argument("--tie-layers", action="store_true",
+                        help="decoder layers share self-attention/FFN (and the decoder "
+                        "positions) with the encoder layers they come from")
+    parser.add_argument("--dict", default=None, metavar="FILE",
+                        help="the pre-training dict.txt (default: next to --pretrained, or "
+                        "in its pre-training data directory)")
+    parser.add_argument("--vocab-map", default=None, metavar="FILE",
+                        help="vocab_map.tsv of veco-reduce-vocab: keep only these rows")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed for modules that start random (XLM-R input)")
+    return parser  # fmt: skip
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    logging.basicConfig(
+        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+        level=os.environ.get("LOGLEVEL", "INFO").upper(),
+        stream=sys.stderr,
+        force=True,
+    )
+    args = get_parser().parse_args(argv)
+    try:
+        main(args)
+    except NmtInitError as exc:
+        sys.exit(f"veco-init-nmt: error: {exc}")
+
+
+if __name__ == "__main__":
+    cli_main()

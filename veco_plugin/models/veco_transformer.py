@@ -1,0 +1,226 @@
+"""``veco_transformer``: the encoder-decoder Transformer that a ``veco`` model initializes.
+
+A stock fairseq ``TransformerModel`` (so fairseq-train/generate/interactive work
+unchanged) whose sizes and embedding conventions are those of pre-training:
+post-LN, GELU, learned positions with fairseq's padding offset (512 by default),
+``layernorm_embedding`` after the embeddings, no embedding scale, and one embedding
+matrix shared by source, target and output projection (``--share-all-embeddings``).
+
+Paper §3 (NLG fine-tuning): each encoder layer is a pre-trained layer (plug-out);
+each decoder layer is a pre-trained layer run plug-in, its cross-attention becoming
+the encoder-decoder attention. ``veco-init-nmt`` (``veco_plugin/nmt_init.py``) maps the
+weights; this module only defines the network.
+
+``--tie-decoder-to-encoder-layers 18,19,...`` keeps decoder layer j's self-attention,
+FFN and their layer norms *the same modules* as encoder layer ``L[j]``'s during
+fine-tuning (the paper's tied setting, §6.1), and then also shares the positions and
+``layernorm_embedding``: the decoder-only parameters are then exactly the pre-trained
+cross-attention blocks, as in the pre-trained model. ``veco-init-nmt --tie-layers``
+writes the flag into the checkpoint and prints it for fairseq-train.
+
+The model carries a ``dictionary_digest`` buffer (hash of the dictionary symbols,
+``<mask>`` included) so that loading a checkpoint with data binarized with another
+dictionary fails with one line saying how to fix it.
+"""
+
+import logging
+from typing import List, Optional
+
+import torch
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerModel
+from fairseq.models.transformer.transformer_legacy import (
+    base_architecture as transformer_base_architecture,
+)
+from fairseq.utils import safe_getattr
+
+from ..nmt_init import TIED_LAYER_MODULES, dictionary_digest
+
+logger = logging.getLogger(__name__)
+
+DIGEST_KEY = "dictionary_digest"
+FIX_DICTIONARY = (
+    "binarize with the pre-trained dictionary (fairseq-preprocess --joined-dictionary "
+    "--srcdict <pretrained dict.txt>), or reduce it with veco-reduce-vocab and "
+    "re-run veco-init-nmt --vocab-map"
+)
+
+
+def parse_tied_layers(text: Optional[str]) -> List[int]:
+    """``"18,19,20"`` -> ``[18, 19, 20]``; empty/None -> ``[]`` (untied)."""
+    if not text:
+        return []
+    try:
+        return [int(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(
+            f"--tie-decoder-to-encoder-layers {text!r}: expected comma-separated layer "
+            "indices, e.g. 18,19,20,21,22,23"
+        ) from None
+
+
+@register_model("veco_transformer")
+class VecoTransformerModel(TransformerModel):
+    """fairseq's Transformer with VECO's pre-training conventions (see module docstring)."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument(
+            "--tie-decoder-to-encoder-layers",
+            type=str,
+            metavar="LAYERS",
+            help="comma-separated encoder layer per decoder layer whose self-attention, "
+            "FFN and layer norms the decoder layer shares during fine-tuning "
+            "(also shares positions and layernorm_embedding); empty: untied",
+        )
+
+    @classmethod
+    def build_model(cls, args, task):
+        veco_transformer_base_architecture(args)
+        tied = parse_tied_layers(safe_getattr(args, "tie_decoder_to_encoder_layers", None))
+        model = super().build_model(args, task)
+        if tied:
+            tie_decoder_to_encoder(model, tied)
+        digest = dictionary_digest(task.source_dictionary.symbols)
+        model.register_buffer(DIGEST_KEY, torch.tensor(digest, dtype=torch.long))
+        return model
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        self._check_loadable(state_dict)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
+    def _check_loadable(self, state_dict) -> None:
+        """One-line errors for the two mismatches users actually hit."""
+        own_rows = self.encoder.embed_tokens.weight.size(0)
+        emb = state_dict.get("encoder.embed_tokens.weight")
+        if emb is not None and emb.size(0) != own_rows:
+            message = (
+                f"the checkpoint's embeddings have {emb.size(0)} rows but the data "
+                f"dictionary (+<mask>) has {own_rows} types: {FIX_DICTIONARY}"
+            )
+            logger.error(message)
+            raise ValueError(message)
+        theirs = state_dict.get(DIGEST_KEY)
+        mine = getattr(self, DIGEST_KEY, None)
+        if theirs is None and mine is not None:
+            logger.warning("checkpoint has no %s; the dictionary is not checked", DIGEST_KEY)
+            state_dict[DIGEST_KEY] = mine.clone()
+        elif mine is not None and int(theirs) != 0 and int(theirs) != int(mine):
+            message = (
+                "the data dictionary is not the checkpoint's (same size, other symbols "
+                f"or order): {FIX_DICTIONARY}"
+            )
+            logger.error(message)
+            raise ValueError(message)
+        elif mine is not None:
+            state_dict[DIGEST_KEY] = mine.clone()  # 0 = written without a dictionary
+        pos = state_dict.get("encoder.embed_positions.weight")
+        own_pos = self.encoder.embed_positions
+        if pos is not None and own_pos is not None and pos.shape != own_pos.weight.shape:
+            pad = self.encoder.padding_idx
+            message = (
+                f"the checkpoint has {pos.size(0) - pad - 1} source positions, the model "
+                f"{own_pos.weight.size(0) - pad - 1}: pass --max-source-positions "
+                f"{pos.size(0) - pad - 1} --max-target-positions {pos.size(0) - pad - 1}"
+            )
+            logger.error(message)
+            raise ValueError(message)
+
+
+def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -> None:
+    """Make decoder layer j share ``TIED_LAYER_MODULES`` with encoder layer
+    ``encoder_layers[j]``, and the decoder share the encoder's positions and
+    ``layernorm_embedding``."""
+    encoder, decoder = model.encoder, model.decoder
+    if len(encoder_layers) != len(decoder.layers):
+        raise ValueError(
+            f"--tie-decoder-to-encoder-layers lists {len(encoder_layers)} layers but "
+            f"--decoder-layers is {len(decoder.layers)}"
+        )
+    if len(set(encoder_layers)) != len(encoder_layers):
+        raise ValueError(
+            f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice"
+        )
+    for j, i in enumerate(encoder_layers):
+        if not 0 <= i < len(encoder.layers):
+            raise ValueError(
+                f"--tie-decoder-to-encoder-layers: layer {i} out of range "
+                f"(the encoder has {len(encoder.layers)} layers, 0-{len(encoder.layers) - 1})"
+            )
+        for name in TIED_LAYER_MODULES:
+            setattr(decoder.layers[j], name, getattr(encoder.layers[i], name))
+    if encoder.embed_positions is not None:
+        if encoder.embed_positions.weight.shape != decoder.embed_positions.weight.shape:
+            raise ValueError(
+                "tied layers share positions: give --max-source-positions equal to "
+                "--max-target-positions"
+            )
+        decoder.embed_positions = encoder.embed_positions
+    decoder.layernorm_embedding = encoder.layernorm_embedding
+
+
+def veco_transformer_base_architecture(args):
+    """XLM-R base sizes and VECO's pre-training conventions; decoder = encoder depth."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    args.decoder_layers = safe_getattr(args, "decoder_layers", args.encoder_layers)
+    args.decoder_embed_dim = safe_getattr(args, "decoder_embed_dim", args.encoder_embed_dim)
+    args.decoder_ffn_embed_dim = safe_getattr(
+        args, "decoder_ffn_embed_dim", args.encoder_ffn_embed_dim
+    )
+    args.decoder_attention_heads = safe_getattr(
+        args, "decoder_attention_heads", args.encoder_attention_heads
+    )
+    args.max_source_positions = safe_getattr(args, "max_source_positions", 512)
+    args.max_target_positions = safe_getattr(args, "max_target_positions", 512)
+    args.encoder_learned_pos = safe_getattr(args, "encoder_learned_pos", True)
+    args.decoder_learned_pos = safe_getattr(args, "decoder_learned_pos", True)
+    args.layernorm_embedding = safe_getattr(args, "layernorm_embedding", True)
+    args.no_scale_embedding = safe_getattr(args, "no_scale_embedding", True)
+    args.activation_fn = safe_getattr(args, "activation_fn", "gelu")
+    args.encoder_normalize_before = safe_getattr(args, "encoder_normalize_before", False)
+    args.decoder_normalize_before = safe_getattr(args, "decoder_normalize_before", False)
+    args.share_all_embeddings = safe_getattr(args, "share_all_embeddings", True)
+    args.dropout = safe_getattr(args, "dropout", 0.1)
+    args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
+    args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
+    args.tie_decoder_to_encoder_layers = safe_getattr(
+        args, "tie_decoder_to_encoder_layers", None
+    )
+    transformer_base_architecture(args)
+
+
+@register_model_architecture("veco_transformer", "veco_transformer_base")
+def veco_transformer_base(args):
+    """Paper Table 8, base: 12 layers, 768 hidden, 3072 FFN, 12 heads."""
+    veco_transformer_base_architecture(args)
+
+
+@register_model_architecture("veco_transformer", "veco_transformer_tiny")
+def veco_transformer_tiny(args):
+    """Test size, matches ``veco_tiny``: 2 layers, 64 hidden, 256 FFN, 4 heads."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 256)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    veco_transformer_base_architecture(args)
+
+
+@register_model_architecture("veco_transformer", "veco_transformer_small")
+def veco_transformer_small(args):
+    """Paper Table 8, small: 6 layers, 768 hidden, 3072 FFN, 12 heads."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 6)
+    veco_transformer_base_architecture(args)
+
+
+@register_model_architecture("veco_transformer", "veco_transformer_large")
+def veco_transformer_large(args):
+    """Paper Table 8, large: 24 layers, 1024 hidden, 4096 FFN, 16 heads."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    veco_transformer_base_architecture(args)
