@@ -1,0 +1,66 @@
+"""Run the real console scripts of this environment and read fairseq's JSON logs."""
+
+import json
+import os
+import subprocess
+import sys
+from typing import Dict, List
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+USER_DIR = os.path.join(REPO, "veco_plugin")
+BIN = os.path.dirname(sys.executable)
+
+
+def env(**extra) -> Dict[str, str]:
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    e["PATH"] = BIN + os.pathsep + e.get("PATH", "")
+    e.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)  # the plugin must not need it
+    e.update(extra)
+    return e
+
+
+def run(script: str, args: List[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    """Run ``BIN/script args``; on failure raise with the tail of its output."""
+    proc = subprocess.run(
+        [os.path.join(BIN, script)] + [str(a) for a in args],
+        capture_output=True, text=True, env=kw.pop("env", env()), **kw,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def json_logs(output: str, tag: str = "train_inner") -> List[Dict]:
+    """fairseq ``--log-format json`` records of one kind (train_inner, valid, train)."""
+    records = []
+    for line in output.splitlines():
+        start = line.find("{")
+        if start < 0 or f"| {tag} |" not in line:
+            continue
+        try:
+            record = json.loads(line[start:])
+        except json.JSONDecodeError:
+            continue
+        # epoch summaries prefix their keys with the tag ("train_loss"): drop it
+        records.append({k[len(tag) + 1:] if k.startswith(tag + "_") else k: _num(v) for k, v in record.items()})
+    return records
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra) -> List[str]:
+    return [
+        data, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--mono-langs", "en,de",
+        "--bi-pairs", "en-de", "--arch", "veco_tiny", "--criterion", criterion, "--cpu",
+        "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "2e-3",
+        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "20", "--max-tokens", "600",
+        "--max-mono-positions", "48", "--max-bi-positions", "48", "--max-update", str(updates),
+        "--save-dir", save_dir, "--no-epoch-checkpoints", "--log-format", "json",
+        "--log-interval", "25", "--seed", "1", "--num-workers", "0", "--save-interval-updates",
+        str(updates), "--validate-interval-updates", str(updates), *extra,
+    ]
