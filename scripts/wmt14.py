@@ -53,7 +53,7 @@ import re
 import sys
 import tarfile
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 PROG = "wmt14.py"
 
@@ -92,7 +92,7 @@ class EvalSet:
 ARCHIVE_URLS = {
     "training-parallel-europarl-v7.tgz": "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz",  # noqa: E501
     "training-parallel-commoncrawl.tgz": "http://statmt.org/wmt13/training-parallel-commoncrawl.tgz",  # noqa: E501
-    "training-parallel-nc-v9.tgz": "http://statmt.org/wmt14/training-parallel-nc-v9.tgz",
+    "training-parallel-nc-v9.tgz": "http://statmt.org/wmt14/training-parallel-nc-v9.tgz",  # noqa: E501
     "training-parallel-un.tgz": "http://statmt.org/wmt13/training-parallel-un.tgz",
     "training-giga-fren.tar": "http://statmt.org/wmt10/training-giga-fren.tar",
     "dev.tgz": "http://statmt.org/wmt14/dev.tgz",
@@ -125,19 +125,30 @@ def corpora_for(pair: str) -> Tuple[List[Corpus], List[EvalSet], List[EvalSet]]:
     src, tgt = pair.split("-")
     xx = tgt if src == "en" else src
     train = [
-        Corpus("europarl-v7", "training-parallel-europarl-v7.tgz",
-               f"training/europarl-v7.{xx}-en"),
-        Corpus("commoncrawl", "training-parallel-commoncrawl.tgz",
-               f"commoncrawl.{xx}-en"),
-        Corpus("news-commentary-v9", "training-parallel-nc-v9.tgz",
-               f"training/news-commentary-v9.{xx}-en"),
-    ]  # fmt: skip
+        Corpus(
+            "europarl-v7",
+            "training-parallel-europarl-v7.tgz",
+            f"training/europarl-v7.{xx}-en",
+        ),
+        Corpus(
+            "commoncrawl", "training-parallel-commoncrawl.tgz", f"commoncrawl.{xx}-en"
+        ),
+        Corpus(
+            "news-commentary-v9",
+            "training-parallel-nc-v9.tgz",
+            f"training/news-commentary-v9.{xx}-en",
+        ),
+    ]
     if xx == "fr":
         train += [
             Corpus("un", "training-parallel-un.tgz", "un/undoc.2000.fr-en"),
-            Corpus("giga-fren", "training-giga-fren.tar", "giga-fren.release2.fixed",
-                   gz=True),
-        ]  # fmt: skip
+            Corpus(
+                "giga-fren",
+                "training-giga-fren.tar",
+                "giga-fren.release2.fixed",
+                gz=True,
+            ),
+        ]
         valid = [_dev("newstest2012", src, tgt), _dev("newstest2013", src, tgt)]
     elif xx == "de":
         valid = [_dev("newstest2013", src, tgt)]
@@ -215,8 +226,10 @@ class RawDir:
             raise PipelineError("internal: no extract dir for archives")
         wanted = {os.path.basename(m): m for m in members}
         out: Dict[str, str] = {}
-        print(f"{PROG}: extracting {', '.join(members)} from {archive_path}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: extracting {', '.join(members)} from {archive_path}",
+            file=sys.stderr,
+        )
         try:
             with tarfile.open(archive_path, "r|*") as tar:
                 for info in tar:
@@ -259,20 +272,9 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-def read_lines(path: str, shown: str) -> Iterator[Optional[str]]:
-    """Decoded, whitespace-normalized lines; ``None`` for a line that is not UTF-8
-    when the caller tolerates it (the error carries the file and line number)."""
-    with _open_bytes(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield BadLine(shown, lineno, exc)  # type: ignore[misc]
-                continue
-            yield normalize(text)
-
-
 class BadLine:
+    """A line that is not UTF-8: where it is, for the error message."""
+
     def __init__(self, shown: str, lineno: int, exc: UnicodeDecodeError):
         self.shown, self.lineno, self.exc = shown, lineno, exc
 
@@ -283,6 +285,19 @@ class BadLine:
             f"(byte 0x{byte} at column {self.exc.start + 1}); fix or remove that line, "
             f"or pass --bad-utf8 drop"
         )
+
+
+def read_lines(path: str, shown: str) -> Iterator[Union[str, BadLine]]:
+    """Decoded, whitespace-normalized lines; a :class:`BadLine` where a line is not
+    UTF-8 (the caller decides whether that is fatal)."""
+    with _open_bytes(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield BadLine(shown, lineno, exc)
+                continue
+            yield normalize(text)
 
 
 def _count_rest(it: Iterator) -> int:
@@ -315,13 +330,12 @@ def read_parallel(
                 f"splits lines on \\r)"
             )
         n += 1
-        bad = [x for x in (a, b) if isinstance(x, BadLine)]
-        if bad:
+        if isinstance(a, BadLine) or isinstance(b, BadLine):
             if bad_utf8 == "error":
-                raise PipelineError(bad[0].message())
+                raise PipelineError((a if isinstance(a, BadLine) else b).message())
             stats["bad_utf8"] = stats.get("bad_utf8", 0) + 1
             continue
-        yield a, b  # type: ignore[misc]
+        yield a, b
 
 
 _SEG = re.compile(r"<seg\b[^>]*\bid\s*=\s*\"?([^\">\s]+)\"?[^>]*>(.*)</seg>", re.I)
@@ -486,15 +500,19 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         ref_lines: List[str] = []
         for es in sets:
             s, r, kind = read_eval_set(raw, es, src, tgt)
-            print(f"{PROG}: {split}: {es.name} ({kind}) {len(s)} sentences",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"{PROG}: {split}: {es.name} ({kind}) {len(s)} sentences",
+                file=sys.stderr,
+            )
             src_lines += s
             ref_lines += r
         for lang, lines in ((src, src_lines), (tgt, ref_lines)):
             _write(os.path.join(args.dest_dir, f"{split}.raw.{lang}"), lines)
             pieces = encode(lines, lang)
-            _write(os.path.join(args.work_dir, f"{split}.{lang}"),
-                   [" ".join(p) for p in pieces])  # fmt: skip
+            _write(
+                os.path.join(args.work_dir, f"{split}.{lang}"),
+                [" ".join(p) for p in pieces],
+            )
         report[split] = len(src_lines)
 
     out_src = open(os.path.join(args.work_dir, f"train.{src}"), "w", encoding="utf-8")
@@ -524,11 +542,14 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
                     stats["kept"] += 1
             total_kept += stats["kept"]
             dropped = ", ".join(
-                f"{k} {v}" for k, v in sorted(stats.items()) if k not in ("read", "kept")
+                f"{k} {v}"
+                for k, v in sorted(stats.items())
+                if k not in ("read", "kept")
             )
-            print(f"{PROG}: train: {corpus.name}: kept {stats['kept']} of "
-                  f"{stats['read']} pairs" + (f" (dropped: {dropped})" if dropped else ""),
-                  file=sys.stderr)  # fmt: skip
+            kept = f"kept {stats['kept']} of {stats['read']} pairs"
+            if dropped:
+                kept += f" (dropped: {dropped})"
+            print(f"{PROG}: train: {corpus.name}: {kept}", file=sys.stderr)
             report["train"][corpus.name] = stats  # type: ignore[index]
     if total_kept == 0:
         raise PipelineError("no training pairs left after cleaning")
@@ -553,7 +574,11 @@ def missing(args: argparse.Namespace) -> List[str]:
     for c in train:
         need.setdefault(c.archive, []).extend([c.member(src), c.member(tgt)])
     for es in valid + test:
-        need.setdefault(es.archive, []).extend([es.src_sgm, es.ref_sgm])
+        sgm = [es.src_sgm, es.ref_sgm]
+        plain = [f"{es.plain}.{src}", f"{es.plain}.{tgt}"] if es.plain else []
+        if plain and not raw.has(es.archive, sgm) and raw.has(es.archive, plain):
+            continue  # the plain-text version is there: enough
+        need.setdefault(es.archive, []).extend(sgm)
     out = [a for a, members in need.items() if not raw.has(a, members)]
     for a in out:
         print(f"{a}\t{ARCHIVE_URLS[a]}")
@@ -578,26 +603,34 @@ def read_hypotheses(path: str, expected: int) -> List[str]:
                 continue
             idx = int(m.group(1))
             if idx in hyps:
-                raise PipelineError(f"{path}: two hypotheses for sentence {idx} "
-                                    "(use --nbest 1)")  # fmt: skip
+                raise PipelineError(
+                    f"{path}: two hypotheses for sentence {idx} " "(use --nbest 1)"
+                )
             hyps[idx] = m.group(3)
     missing_ids = sorted(set(range(expected)) - set(hyps))
     extra = sorted(set(hyps) - set(range(expected)))
     if missing_ids or extra or len(hyps) != expected:
-        head = ", ".join(map(str, missing_ids[:5])) + (" ..." if len(missing_ids) > 5 else "")
+        head = ", ".join(map(str, missing_ids[:5])) + (
+            " ..." if len(missing_ids) > 5 else ""
+        )
         raise PipelineError(
             f"fairseq-generate wrote {len(hyps)} hypotheses for {expected} source "
             f"sentences ({path}; missing ids: {head or 'none'}; unexpected: "
             f"{len(extra)}): every sentence must be translated (check "
-            f"--required-batch-size-multiple 1 and --skip-invalid-size-inputs-valid-test)"
+            "--required-batch-size-multiple 1 and "
+            "--skip-invalid-size-inputs-valid-test)"
         )
     return [hyps[i] for i in range(expected)]
 
 
-def decode_subwords(pieces: List[str], spm_model: Optional[str], subword: str) -> List[str]:
+def decode_subwords(
+    pieces: List[str], spm_model: Optional[str], subword: str
+) -> List[str]:
     if subword == "sentencepiece":
         if not spm_model or not os.path.isfile(spm_model):
-            raise PipelineError(f"sentencepiece model {spm_model} not found (--spm-model)")
+            raise PipelineError(
+                f"sentencepiece model {spm_model} not found (--spm-model)"
+            )
         import sentencepiece as spm
 
         sp = spm.SentencePieceProcessor()
@@ -631,8 +664,10 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
     if args.raw_src:
         n_src = len(read_lines_strict(args.raw_src, args.raw_src))
         if n_src != expected:
-            raise PipelineError(f"{args.raw_src} has {n_src} lines but {args.raw_ref} "
-                                f"has {expected}")  # fmt: skip
+            raise PipelineError(
+                f"{args.raw_src} has {n_src} lines but {args.raw_ref} "
+                f"has {expected}"
+            )
     pieces = read_hypotheses(args.generate_output, expected)
     hyps = decode_subwords(pieces, args.spm_model, args.subword)
     os.makedirs(os.path.dirname(os.path.abspath(args.hyp_out)), exist_ok=True)
@@ -642,7 +677,9 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
     detok = BLEU()
     d = detok.corpus_score(hyps, [refs])
     tok = BLEU(tokenize="none", force=True)
-    t = tok.corpus_score(moses_tokenized(hyps, args.tgt), [moses_tokenized(refs, args.tgt)])
+    t = tok.corpus_score(
+        moses_tokenized(hyps, args.tgt), [moses_tokenized(refs, args.tgt)]
+    )
     result = {
         "sentences": expected,
         "hypotheses": args.hyp_out,
@@ -655,7 +692,8 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
         "tokenized_bleu": {
             "score": t.score,
             "signature": str(tok.get_signature()),
-            "tokenizer": f"sacremoses -l {args.tgt} + compound splitting (##AT##-##AT##)",
+            "tokenizer": f"sacremoses -l {args.tgt} + compound splitting "
+            "(##AT##-##AT##)",
             "text": t.format(),
         },
     }
@@ -665,8 +703,10 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
         if not math.isfinite(result[key]["score"]):  # type: ignore[index]
             raise PipelineError(f"{key} is not finite")
     print(f"sacreBLEU (detokenized, vs {args.raw_ref}): {result['sacrebleu']['text']}")
-    print(f"tokenized BLEU (moses -l {args.tgt}, compound-split): "
-          f"{result['tokenized_bleu']['text']}")  # fmt: skip
+    print(
+        f"tokenized BLEU (moses -l {args.tgt}, compound-split): "
+        f"{result['tokenized_bleu']['text']}"
+    )
     if args.json:
         with open(args.json + ".part", "w") as f:
             json.dump(result, f, indent=2)
@@ -682,13 +722,19 @@ def get_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("missing", help="list archives not present in --raw-dir")
-    m.add_argument("--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"])
+    m.add_argument(
+        "--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"]
+    )
     m.add_argument("--raw-dir", required=True)
 
     p = sub.add_parser("prepare", help="extract, clean and subword-encode")
-    p.add_argument("--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"])
+    p.add_argument(
+        "--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"]
+    )
     p.add_argument("--raw-dir", required=True)
-    p.add_argument("--work-dir", required=True, help="subword text for fairseq-preprocess")
+    p.add_argument(
+        "--work-dir", required=True, help="subword text for fairseq-preprocess"
+    )
     p.add_argument("--dest-dir", required=True, help="gets {valid,test}.raw.<lang>")
     enc = p.add_mutually_exclusive_group(required=True)
     enc.add_argument("--spm-model")
@@ -707,8 +753,9 @@ def get_parser() -> argparse.ArgumentParser:
     s.add_argument("--raw-src")
     s.add_argument("--tgt", required=True)
     s.add_argument("--spm-model")
-    s.add_argument("--subword", choices=["sentencepiece", "fastbpe"],
-                   default="sentencepiece")  # fmt: skip
+    s.add_argument(
+        "--subword", choices=["sentencepiece", "fastbpe"], default="sentencepiece"
+    )
     s.add_argument("--hyp-out", required=True)
     s.add_argument("--json")
     s.add_argument("--checkpoint")

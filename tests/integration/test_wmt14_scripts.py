@@ -120,10 +120,10 @@ def wmt(tmp_path_factory):
             "--save-dir", ckpt, "--cpu", "--seed", "1", "--log-format", "none",
         ]  # fmt: skip
     )
-    return {
-        "root": root, "raw": raw, "fx": fx, "spm": spm_model, "dict": dict_path,
-        "out": out, "data": data, "ckpt": ckpt, "prepare_log": proc.stdout + proc.stderr,
-    }  # fmt: skip
+    return dict(
+        root=root, raw=raw, fx=fx, spm=spm_model, dict=dict_path, out=out, data=data,
+        ckpt=ckpt, prepare_log=proc.stdout + proc.stderr,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- prepare
@@ -179,17 +179,20 @@ def test_prepare_en_fr_reads_un_and_giga(wmt):
 def test_prepare_help_and_unknown_flag():
     proc = run(["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--help"])
     assert "--spm-model" in proc.stdout and "--raw-dir" in proc.stdout
-    proc = run(["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--bogus"],
-               check=False)  # fmt: skip
+    proc = run(
+        ["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--bogus"], check=False
+    )
     assert proc.returncode != 0 and "unknown flag --bogus" in last_line(proc)
 
 
-# ----------------------------------------------------------------------------- bad input
+# ------------------------------------------------------------------------- bad input
 
 
 def test_missing_spm_model_is_one_line_error(wmt, tmp_path):
     missing = str(tmp_path / "nope.model")
-    proc = run(prepare_cmd(wmt["raw"], str(tmp_path), missing, wmt["dict"]), check=False)
+    proc = run(
+        prepare_cmd(wmt["raw"], str(tmp_path), missing, wmt["dict"]), check=False
+    )
     assert proc.returncode != 0
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert "sentencepiece model" in proc.stderr and missing in proc.stderr
@@ -198,8 +201,9 @@ def test_missing_spm_model_is_one_line_error(wmt, tmp_path):
 @pytest.fixture
 def extracted_raw(tmp_path):
     raw = str(tmp_path / "raw")
-    wmt_fixture.build_wmt14_raw(raw, langs=("de",), n_train=300, n_test=N_TEST,
-                                extracted=True)  # fmt: skip
+    wmt_fixture.build_wmt14_raw(
+        raw, langs=("de",), n_train=300, n_test=N_TEST, extracted=True
+    )
     return raw
 
 
@@ -210,8 +214,10 @@ def test_non_utf8_line_is_reported_with_file_and_line(wmt, extracted_raw, tmp_pa
     lines[41] = lines[41] + b" Gr\xfc\xdfe"  # latin-1 bytes in line 42
     with open(path, "wb") as f:
         f.write(b"\n".join(lines))
-    proc = run(prepare_cmd(extracted_raw, str(tmp_path / "out"), wmt["spm"],
-                           wmt["dict"]), check=False)  # fmt: skip
+    proc = run(
+        prepare_cmd(extracted_raw, str(tmp_path / "out"), wmt["spm"], wmt["dict"]),
+        check=False,
+    )
     assert proc.returncode != 0
     msg = last_line(proc)
     assert "error" in msg and "commoncrawl.de-en.de line 42" in msg
@@ -228,8 +234,10 @@ def test_mismatched_line_counts_name_both_files(wmt, extracted_raw, tmp_path):
     words = first.split(b" ")
     with open(path, "wb") as f:
         f.write(b" ".join(words[:2]) + b"\n" + b" ".join(words[2:]) + b"\n" + rest)
-    proc = run(prepare_cmd(extracted_raw, str(tmp_path / "out"), wmt["spm"],
-                           wmt["dict"]), check=False)  # fmt: skip
+    proc = run(
+        prepare_cmd(extracted_raw, str(tmp_path / "out"), wmt["spm"], wmt["dict"]),
+        check=False,
+    )
     assert proc.returncode != 0
     msg = last_line(proc)
     assert "europarl-v7.de-en.en" in msg and "europarl-v7.de-en.de" in msg
@@ -259,7 +267,9 @@ def test_evaluate_averages_translates_every_sentence_and_scores(wmt, tmp_path):
     proc = _evaluate(wmt, out, "--", "--cpu")
     assert proc.returncode == 0, proc.stderr[-4000:]
     # fewer than the 10 asked for exist (every 10 updates, not at an epoch end)
-    n_ckpt = len([n for n in os.listdir(wmt["ckpt"]) if re.match(r"checkpoint_\d+_\d+", n)])
+    n_ckpt = len(
+        [n for n in os.listdir(wmt["ckpt"]) if re.match(r"checkpoint_\d+_\d+", n)]
+    )
     assert 2 <= n_ckpt < 10
     assert f"asked for 10 update checkpoints but found only {n_ckpt}" in proc.stderr
     assert os.path.isfile(os.path.join(out, "averaged.pt"))
@@ -268,8 +278,8 @@ def test_evaluate_averages_translates_every_sentence_and_scores(wmt, tmp_path):
     assert len(re.findall(r"^H-\d+\t", gen, flags=re.M)) == N_TEST
     assert n_lines(os.path.join(out, "test.hyp.de")) == N_TEST
 
-    sig = re.search(r"BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:\S+",
-                    proc.stdout)  # fmt: skip
+    signature = r"BLEU\|nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:\S+"
+    sig = re.search(signature, proc.stdout)
     assert sig, proc.stdout
     assert "tokenized BLEU" in proc.stdout
     scores = json.load(open(os.path.join(out, "scores.json")))
@@ -284,8 +294,16 @@ def test_evaluate_fails_when_generate_drops_sentences(wmt, tmp_path):
     """fairseq-generate drops a final batch that is not a multiple of
     --required-batch-size-multiple; the script must notice (here forced back to 8)."""
     ckpt = os.path.join(wmt["ckpt"], "checkpoint_last.pt")
-    proc = _evaluate(wmt, str(tmp_path / "eval"), "--checkpoint", ckpt,
-                     "--", "--cpu", "--required-batch-size-multiple", "8")  # fmt: skip
+    proc = _evaluate(
+        wmt,
+        str(tmp_path / "eval"),
+        "--checkpoint",
+        ckpt,
+        "--",
+        "--cpu",
+        "--required-batch-size-multiple",
+        "8",
+    )
     assert proc.returncode != 0
     msg = last_line(proc)
     assert f"hypotheses for {N_TEST} source sentences" in msg
@@ -354,9 +372,27 @@ def test_finetune_update_freq_and_paper_defaults(tmp_path):
     ):  # fmt: skip
         assert flag in cmd, flag
     assert "0.9" in cmd and "0.98" in cmd
-    proc = run(["bash", script, "--dry-run", "--pair", "en-fr", "--max-tokens", "3000",
-                "--num-gpus", "1", "--save-dir", save, "--", "--ddp-backend", "no_c10d"])
-    assert "--lr 2e-4" in proc.stdout and "--update-freq 88" in proc.stdout  # 262144/3000
+    proc = run(
+        [
+            "bash",
+            script,
+            "--dry-run",
+            "--pair",
+            "en-fr",
+            "--max-tokens",
+            "3000",
+            "--num-gpus",
+            "1",
+            "--save-dir",
+            save,
+            "--",
+            "--ddp-backend",
+            "no_c10d",
+        ]
+    )
+    assert (
+        "--lr 2e-4" in proc.stdout and "--update-freq 88" in proc.stdout
+    )  # 262144/3000
     assert proc.stdout.rstrip().endswith("--ddp-backend no_c10d")
     # an interrupted run resumes from its own last checkpoint, without resets
     os.makedirs(save)
@@ -367,7 +403,7 @@ def test_finetune_update_freq_and_paper_defaults(tmp_path):
 
 
 def test_finetune_runs_fairseq_train_from_restore_file(wmt, tmp_path):
-    """Every flag the script passes is accepted by fairseq-train (stock task/arch here)."""
+    """fairseq-train accepts every flag the script passes (stock task/arch here)."""
     save = str(tmp_path / "ft")
     proc = run(
         [
@@ -382,8 +418,8 @@ def test_finetune_runs_fairseq_train_from_restore_file(wmt, tmp_path):
     )
     assert "update-freq 2 = 4000" in proc.stderr
     restored = os.path.join(wmt["ckpt"], "checkpoint_last.pt")
-    assert re.search(rf"Loaded checkpoint {re.escape(restored)} \(epoch \d+ @ 0 updates\)",
-                     proc.stdout + proc.stderr), proc.stdout[-3000:]  # fmt: skip
+    loaded = rf"Loaded checkpoint {re.escape(restored)} \(epoch \d+ @ 0 updates\)"
+    assert re.search(loaded, proc.stdout + proc.stderr), proc.stdout[-3000:]
     # optimizer reset: the update count restarts, so the first save is update 2
     assert os.path.isfile(os.path.join(save, "checkpoint_1_2.pt"))
     shutil.rmtree(save)

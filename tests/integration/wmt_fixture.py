@@ -2,9 +2,9 @@
 
 The text comes from the system's gettext catalogs
 (``/usr/share/locale/<lang>/LC_MESSAGES/*.mo``): every entry is a human translation of
-an English user-interface message. :func:`build_wmt14_raw` writes it under the statmt.org
-archive names with the archives' internal layout, so the prepare scripts read the
-fixture through exactly the code path they use for the real downloads::
+an English user-interface message. :func:`build_wmt14_raw` writes it under the
+statmt.org archive names with the archives' internal layout, so the prepare scripts
+read the fixture through exactly the code path they use for the real downloads::
 
     training-parallel-europarl-v7.tgz   training/europarl-v7.{de,fr}-en.{en,de,fr}
     training-parallel-commoncrawl.tgz   commoncrawl.{de,fr}-en.{en,de,fr,annotation}
@@ -13,7 +13,7 @@ fixture through exactly the code path they use for the real downloads::
     training-giga-fren.tar              giga-fren.release2.fixed.{en,fr}.gz
     dev.tgz                             dev/newstest201{2,3}.{en,de,fr} (plain) and
                                         dev/newstest201{2,3}-{src,ref}.{en,de,fr}.sgm
-    test-full.tgz                       test-full/newstest2014-{deen,fren}-{src,ref}.*.sgm
+    test-full.tgz                       test-full/newstest2014-{de,fr}en-{src,ref}.*.sgm
 
 With ``extracted=True`` the same files are written unpacked (``--raw-dir`` accepts
 both), which the bad-input tests use to corrupt one file.
@@ -21,8 +21,8 @@ both), which the bad-input tests use to corrupt one file.
 
 from __future__ import annotations
 
-import glob
 import gettext
+import glob
 import gzip
 import io
 import os
@@ -49,7 +49,9 @@ def read_gettext_pairs(lang: str, locale_dir: str = LOCALE_DIR) -> List[Pair]:
     (first catalog in sorted order wins), returned sorted by English text.
     """
     pairs: Dict[str, str] = {}
-    for path in sorted(glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))):
+    for path in sorted(
+        glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))
+    ):
         try:
             with open(path, "rb") as f:
                 catalog = gettext.GNUTranslations(f)._catalog
@@ -69,7 +71,8 @@ def read_gettext_pairs(lang: str, locale_dir: str = LOCALE_DIR) -> List[Pair]:
 
 def have_catalogs(langs: Sequence[str] = ("de",), locale_dir: str = LOCALE_DIR) -> bool:
     return all(
-        glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo")) for lang in langs
+        glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))
+        for lang in langs
     )
 
 

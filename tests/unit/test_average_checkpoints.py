@@ -87,8 +87,14 @@ def test_update_checkpoints_are_the_expected_files(runs):
 def test_average_is_exact_mean_of_last_update_checkpoints(runs, tmp_path):
     out = tmp_path / "avg.pt"
     avg.main(
-        _args("--inputs", runs["base"], "--num-update-checkpoints", "3",
-              "--output", str(out))  # fmt: skip
+        _args(
+            "--inputs",
+            runs["base"],
+            "--num-update-checkpoints",
+            "3",
+            "--output",
+            str(out),
+        )
     )
     picked = ["checkpoint_1_4.pt", "checkpoint_2_6.pt", "checkpoint_2_8.pt"]
     inputs = [load_trusted(os.path.join(runs["base"], n)) for n in picked]
@@ -120,8 +126,15 @@ def test_output_loads_like_a_training_checkpoint(runs, tmp_path):
 
     out = str(tmp_path / "avg.pt")
     avg.main(
-        _args("--inputs", runs["base"], "--num-epoch-checkpoints", "2",
-              "--output", out, "--no-optimizer-state")  # fmt: skip
+        _args(
+            "--inputs",
+            runs["base"],
+            "--num-epoch-checkpoints",
+            "2",
+            "--output",
+            out,
+            "--no-optimizer-state",
+        )
     )
     state = load_trusted(out)
     assert "last_optimizer_state" not in state
@@ -146,7 +159,9 @@ def test_upper_bound_and_explicit_files(runs):
         "checkpoint_1_2.pt",
         "checkpoint_1_4.pt",
     ]
-    files = [os.path.join(runs["base"], n) for n in ("checkpoint1.pt", "checkpoint2.pt")]
+    files = [
+        os.path.join(runs["base"], n) for n in ("checkpoint1.pt", "checkpoint2.pt")
+    ]
     assert avg.resolve_inputs(_args("--inputs", *files, "--output", "x")) == files
 
 
@@ -154,8 +169,14 @@ def test_fewer_checkpoints_than_asked_warns_with_count(runs, tmp_path, caplog):
     out = tmp_path / "avg.pt"
     with caplog.at_level(logging.WARNING, logger=avg.logger.name):
         avg.main(
-            _args("--inputs", runs["base"], "--num-update-checkpoints", "10",
-                  "--output", str(out))  # fmt: skip
+            _args(
+                "--inputs",
+                runs["base"],
+                "--num-update-checkpoints",
+                "10",
+                "--output",
+                str(out),
+            )
         )
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
@@ -176,8 +197,14 @@ def test_different_archs_are_refused_with_one_line_naming_files(runs, tmp_path):
     b = os.path.join(runs["other"], "checkpoint_2_8.pt")
     out = tmp_path / "avg.pt"
     proc = subprocess.run(
-        [os.path.join(BIN, "veco-average-checkpoints"), "--inputs", a, b,
-         "--output", str(out)],  # fmt: skip
+        [
+            os.path.join(BIN, "veco-average-checkpoints"),
+            "--inputs",
+            a,
+            b,
+            "--output",
+            str(out),
+        ],
         capture_output=True,
         text=True,
     )

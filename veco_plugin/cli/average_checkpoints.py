@@ -8,11 +8,11 @@
 
 Selection
     ``--inputs`` is either a list of checkpoint files, or one directory together with
-    ``--num-update-checkpoints N`` (the ``checkpoint_<epoch>_<update>.pt`` files with the
-    N highest update counts) or ``--num-epoch-checkpoints N`` (the ``checkpoint<epoch>.pt``
-    files with the N highest epochs). ``--checkpoint-upper-bound B`` ignores update (or
-    epoch) numbers above B. When fewer than N files exist, a warning says how many were
-    found and those are averaged.
+    ``--num-update-checkpoints N`` (the ``checkpoint_<epoch>_<update>.pt`` files with
+    the N highest update counts) or ``--num-epoch-checkpoints N`` (the
+    ``checkpoint<epoch>.pt`` files with the N highest epochs).
+    ``--checkpoint-upper-bound B`` ignores update (or epoch) numbers above B. When fewer
+    than N files exist, a warning says how many were found and those are averaged.
 
 Averaging
     Every floating-point tensor of ``state["model"]`` becomes the mean of the inputs,
@@ -99,7 +99,7 @@ def _model_cfg(state: Dict[str, Any]) -> Any:
 
 
 def checkpoint_arch(state: Dict[str, Any]) -> Optional[str]:
-    """Architecture name recorded in a checkpoint (``args.arch`` or ``cfg.model._name``)."""
+    """Architecture name in a checkpoint (``args.arch`` or ``cfg.model._name``)."""
     model_cfg = _model_cfg(state)
     if model_cfg is None:
         return None
@@ -126,7 +126,7 @@ def num_updates(state: Dict[str, Any]) -> int:
 
 
 def check_compatible(states: Sequence[Dict[str, Any]], paths: Sequence[str]) -> None:
-    """Raise :class:`AverageError` unless all checkpoints share arch, names and shapes."""
+    """Raise :class:`AverageError` unless all share arch, parameter names and shapes."""
     ref_arch = checkpoint_arch(states[0])
     ref_params = states[0]["model"]
     for state, path in zip(states[1:], paths[1:]):
@@ -154,7 +154,7 @@ def check_compatible(states: Sequence[Dict[str, Any]], paths: Sequence[str]) -> 
 def average_states(
     states: Sequence[Dict[str, Any]], paths: Sequence[str]
 ) -> Dict[str, Any]:
-    """A new checkpoint state: averaged ``model``, everything else from the newest input."""
+    """A new checkpoint: averaged ``model``, everything else from the newest input."""
     if not states:
         raise AverageError("no checkpoints to average")
     for state, path in zip(states, paths):
