@@ -1,0 +1,164 @@
+"""veco-init-nmt end to end with the real fairseq binaries.
+
+One module fixture runs, in a temp dir, on the project's fixture text
+(``tests/fixtures/text``: 260 en-de training pairs, 40 valid, 200 monolingual lines
+per language; whitespace tokens, one dictionary built from all of it):
+
+1. ``fairseq-preprocess`` into the ``veco_pretraining`` layout (DATA/dict.txt,
+   DATA/mono/{en,de}, DATA/bi/en-de) and into a translation data dir with
+   ``--joined-dictionary --srcdict DATA/dict.txt`` (test = 13 sentences);
+2. ``fairseq-train --task veco_pretraining --arch veco_tiny --criterion ca_mlm``
+   for 10 updates;
+3. ``veco-init-nmt --decoder-layers last:1`` (the dictionary is found through the
+   checkpoint's ``cfg.task.data``);
+4. ``fairseq-train --task translation_from_pretrained_veco --arch
+   veco_transformer_tiny --restore-file INIT --reset-optimizer --reset-dataloader
+   --reset-meters`` for 30 updates.
+
+The tests then run ``fairseq-generate`` (beam 5, default
+``--required-batch-size-multiple 8``) and check every one of the 13 test sentences
+is translated, and that mismatched data is refused with one line.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+USER_DIR = os.path.join(REPO, "veco_plugin")
+TEXT = os.path.join(REPO, "tests", "fixtures", "text")
+BIN = os.path.dirname(sys.executable)
+N_TEST = 13
+
+
+def _run(script, *args, check=True):
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)  # the plugin's shim must suffice
+    proc = subprocess.run(
+        [os.path.join(BIN, script), *map(str, args)], capture_output=True, text=True, env=env
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def _write_dictionary(path, files):
+    counts = Counter()
+    for name in files:
+        with open(name, encoding="utf-8") as f:
+            for line in f:
+                counts.update(line.split())
+    with open(path, "w", encoding="utf-8") as f:
+        for word, count in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0])):
+            f.write(f"{word} {count}\n")
+
+
+def _head(src, dst, n):
+    with open(src, encoding="utf-8") as f, open(dst, "w", encoding="utf-8") as o:
+        o.writelines(f.readlines()[:n])
+
+
+COMMON = ["--user-dir", USER_DIR, "--cpu", "--num-workers", "0", "--seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("init_nmt")
+    text, data, nmt = root / "text", root / "data", root / "nmt"
+    text.mkdir()
+    for lang in ("en", "de"):
+        _head(os.path.join(TEXT, f"valid.{lang}"), text / f"test.{lang}", N_TEST)
+    _write_dictionary(
+        root / "dict.txt",
+        [os.path.join(TEXT, f"{s}.{lang}") for s in ("train", "valid", "mono") for lang in ("en", "de")],
+    )
+    data.mkdir()
+    os.replace(root / "dict.txt", data / "dict.txt")
+    dict_txt = data / "dict.txt"
+    for lang in ("en", "de"):
+        _run("fairseq-preprocess", "--only-source", "--srcdict", dict_txt, "--workers", "1",
+             "--trainpref", os.path.join(TEXT, f"mono.{lang}"),
+             "--validpref", os.path.join(TEXT, f"valid.{lang}"), "--destdir", data / "mono" / lang)
+    _run("fairseq-preprocess", "-s", "en", "-t", "de", "--srcdict", dict_txt, "--tgtdict", dict_txt,
+         "--workers", "1", "--trainpref", os.path.join(TEXT, "train"),
+         "--validpref", os.path.join(TEXT, "valid"), "--destdir", data / "bi" / "en-de")
+    _run("fairseq-preprocess", "-s", "en", "-t", "de", "--joined-dictionary", "--srcdict", dict_txt,
+         "--workers", "1", "--trainpref", os.path.join(TEXT, "train"),
+         "--validpref", os.path.join(TEXT, "valid"), "--testpref", text / "test", "--destdir", nmt)
+
+    pre = root / "pretrain"
+    _run("fairseq-train", data, *COMMON, "--task", "veco_pretraining", "--mono-langs", "en,de",
+         "--bi-pairs", "en-de", "--arch", "veco_tiny", "--criterion", "ca_mlm",
+         "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1024", "--max-update", "10",
+         "--disable-validation", "--save-dir", pre, "--no-epoch-checkpoints", "--log-format", "simple")
+
+    init = root / "init" / "init.pt"
+    init_log = _run("veco-init-nmt", "--pretrained", pre / "checkpoint_last.pt", "--output", init,
+                    "--decoder-layers", "last:1").stderr
+
+    ft = root / "finetune"
+    train_log = _run(
+        "fairseq-train", nmt, *COMMON, "--task", "translation_from_pretrained_veco",
+        "--arch", "veco_transformer_tiny", "--decoder-layers", "1", "--restore-file", init,
+        "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+        "--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "1024", "--max-update", "30",
+        "--save-dir", ft, "--no-epoch-checkpoints", "--log-format", "simple",
+        "--log-interval", "10",
+    ).stdout  # fmt: skip
+    return {"root": root, "data": data, "nmt": nmt, "init": init, "init_log": init_log,
+            "checkpoint": ft / "checkpoint_last.pt", "train_log": train_log}  # fmt: skip
+
+
+def _generate(nmt, path, *extra, check=True):
+    return _run(
+        "fairseq-generate", nmt, *COMMON, "--task", "translation_from_pretrained_veco",
+        "--path", path, "--gen-subset", "test", "--beam", "5", "--batch-size", "64",
+        "--max-len-b", "30", *extra, check=check,
+    )  # fmt: skip
+
+
+def _hypothesis_ids(output):
+    return sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", output, re.M))
+
+
+def test_init_log_and_restore(run):
+    log = run["init_log"]
+    assert "(veco): decoder layers <- pre-trained layers 1" in log
+    assert "no module starts random" in log
+    assert "--decoder-layers 1 --restore-file" in log
+    assert f"Loaded checkpoint {run['init']} (epoch 1 @ 0 updates)" in run["train_log"]
+    assert "num_updates 30" in run["train_log"]
+    assert run["checkpoint"].exists() and not list(run["checkpoint"].parent.glob("*.tmp"))
+
+
+def test_generate_translates_every_test_sentence(run):
+    proc = _generate(run["nmt"], run["checkpoint"])
+    assert _hypothesis_ids(proc.stdout) == list(range(N_TEST))
+    assert f"Translated {N_TEST} sentences" in proc.stdout + proc.stderr
+    # the initialized checkpoint itself is a valid fairseq-generate model too
+    out = _generate(run["nmt"], run["init"]).stdout
+    assert _hypothesis_ids(out) == list(range(N_TEST))
+
+
+def test_data_with_another_dictionary_is_refused(run):
+    other = run["root"] / "other"
+    other.mkdir()
+    with open(run["data"] / "dict.txt", encoding="utf-8") as f:
+        lines = f.readlines()
+    (other / "dict.txt").write_text("".join(lines[1:] + lines[:1]), encoding="utf-8")
+    _run("fairseq-preprocess", "-s", "en", "-t", "de", "--joined-dictionary",
+         "--srcdict", other / "dict.txt", "--workers", "1",
+         "--testpref", run["root"] / "text" / "test", "--destdir", other / "bin")  # fmt: skip
+    proc = _generate(other / "bin", run["checkpoint"], check=False)
+    assert proc.returncode != 0
+    assert re.search(
+        r"ValueError: the data dictionary is not the checkpoint's .*fairseq-preprocess "
+        r"--joined-dictionary --srcdict <pretrained dict.txt>.*veco-reduce-vocab",
+        proc.stderr,
+    ), proc.stderr[-2000:]
