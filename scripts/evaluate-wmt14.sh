@@ -32,7 +32,7 @@ USER_DIR=$ROOT/veco_plugin
 OUT_DIR=
 SRC=en
 TGT=de
-GEN_SUBSET=test
+GEN_SUBSET="test"
 PYTHON=python3
 EXTRA=()
 

@@ -43,15 +43,18 @@ TINY = [
 ]  # fmt: skip
 
 
-def _env():
+def _env(path_prepend=None):
     env = dict(os.environ)
     env["PATH"] = VENV_BIN + os.pathsep + env.get("PATH", "")
+    if path_prepend:
+        env["PATH"] = path_prepend + os.pathsep + env["PATH"]
     env.setdefault("OMP_NUM_THREADS", "2")
     return env
 
 
-def run(cmd, check=True, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), **kw)
+def run(cmd, check=True, path_prepend=None, **kw):
+    env = _env(path_prepend)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if check:
         assert proc.returncode == 0, (
             f"{' '.join(cmd)}\nexit {proc.returncode}\n"
@@ -174,6 +177,59 @@ def test_prepare_en_fr_reads_un_and_giga(wmt):
     assert n_lines(os.path.join(out, "bin", "valid.raw.fr")) == fr.n_valid == 200
     assert n_lines(os.path.join(out, "bin", "test.raw.fr")) == N_TEST
     assert os.path.isfile(os.path.join(out, "bin", "test.en-fr.fr.idx"))
+
+
+FAKE_CURL = """#!/usr/bin/env bash
+# stand-in for curl: serves {raw}/<archive> for http://statmt.org/.../<archive>
+set -euo pipefail
+out=; url=
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -o) out=$2; shift 2 ;;
+    --retry) shift 2 ;;
+    -*) shift ;;
+    *) url=$1; shift ;;
+  esac
+done
+echo "$url" >> {log}
+cp "{raw}/$(basename "$url")" "$out"
+"""
+
+
+def test_prepare_downloads_missing_archives(wmt, tmp_path):
+    """An empty --raw-dir: each statmt.org archive is fetched (by a curl stand-in
+    serving the fixture's archives), then the data is prepared as usual."""
+    fake_bin, log = tmp_path / "fakebin", tmp_path / "curl.log"
+    fake_bin.mkdir()
+    (fake_bin / "curl").write_text(FAKE_CURL.format(raw=wmt["raw"], log=log))
+    (fake_bin / "curl").chmod(0o755)
+    raw, out = str(tmp_path / "raw"), str(tmp_path / "out")
+    cmd = prepare_cmd(raw, out, wmt["spm"], wmt["dict"])
+    cmd.remove("--no-download")
+    run(cmd, path_prepend=str(fake_bin))
+    urls = log.read_text().split()
+    assert all(u.startswith("http://statmt.org/wmt1") for u in urls), urls
+    assert sorted(os.path.basename(u) for u in urls) == [
+        "dev.tgz",
+        "test-full.tgz",
+        "training-parallel-commoncrawl.tgz",
+        "training-parallel-europarl-v7.tgz",
+        "training-parallel-nc-v9.tgz",
+    ]
+    assert n_lines(os.path.join(out, "bin", "test.raw.de")) == N_TEST
+
+
+def test_no_download_names_the_missing_archive(wmt, tmp_path):
+    raw = tmp_path / "empty"
+    raw.mkdir()
+    proc = run(
+        prepare_cmd(str(raw), str(tmp_path / "out"), wmt["spm"], wmt["dict"]),
+        check=False,
+    )
+    assert proc.returncode != 0
+    msg = last_line(proc)
+    assert "training-parallel-europarl-v7.tgz is not in" in msg
+    assert "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz" in msg
 
 
 def test_prepare_help_and_unknown_flag():
