@@ -27,7 +27,6 @@ import gzip
 import io
 import os
 import random
-import shutil
 import tarfile
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -270,11 +269,6 @@ def build_wmt14_raw(
         else:
             _write_archive(os.path.join(raw_dir, archive), members)
     return info
-
-
-def copy_raw_dir(src: str, dst: str) -> str:
-    shutil.copytree(src, dst)
-    return dst
 
 
 def write_lines(path: str, texts: Sequence[str]) -> None:
