@@ -1,0 +1,57 @@
+"""Two CPU ranks (gloo, legacy_ddp, tcp:// init) == one process on the same global batch."""
+
+import os
+import socket
+import subprocess
+
+from runner import BIN, env, json_logs, pretrain_args
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _args(data, save, *extra):
+    return pretrain_args(data, save, "ca_mlm", 6, "--log-interval", "1", "--dropout", "0",
+                         "--attention-dropout", "0", "--disable-validation", *extra)
+
+
+def test_two_ranks_match_one_process(pretrain_data, tmp_path):
+    single = subprocess.run(
+        [os.path.join(BIN, "fairseq-train"), *_args(pretrain_data, tmp_path / "one", "--update-freq", "2")],
+        capture_output=True, text=True, env=env(), timeout=300,
+    )
+    assert single.returncode == 0, single.stderr[-3000:]
+
+    port = _free_port()
+    ranks = [
+        subprocess.Popen(
+            [os.path.join(BIN, "fairseq-train"), *_args(
+                pretrain_data, tmp_path / "two", "--distributed-world-size", "2",
+                "--distributed-rank", str(rank), "--distributed-backend", "gloo",
+                "--ddp-backend", "legacy_ddp", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
+                "--distributed-no-spawn")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(),
+        )
+        for rank in range(2)
+    ]
+    outputs = []
+    for proc in ranks:
+        try:
+            outputs.append(proc.communicate(timeout=300)[0])
+        except subprocess.TimeoutExpired:
+            for p in ranks:
+                p.kill()
+            raise AssertionError("2-rank fairseq-train hung")
+        assert proc.returncode == 0, outputs[-1][-3000:]
+
+    one = json_logs(single.stdout + single.stderr)
+    two = json_logs(outputs[0])
+    assert len(one) == len(two) == 6
+    for a, b in zip(one, two):
+        assert b["num_updates"] == a["num_updates"]
+        assert abs(a["loss"] - b["loss"]) < 1e-3 * a["loss"], (a["loss"], b["loss"])
+        assert abs(a["bi_x_ca_loss"] - b["bi_x_ca_loss"]) < 1e-3 * a["bi_x_ca_loss"]
+    assert (tmp_path / "two" / "checkpoint_last.pt").exists()
