@@ -1,0 +1,349 @@
+#!/usr/bin/env python
+"""Side-by-side speed and memory ratios of our objectives and models vs fairseq's own.
+
+Every variant runs on the *same* batches with the *same* model size, interleaved in
+rounds (so machine noise hits all alike); each figure is the median over rounds.
+
+* pre-training: seconds per update (forward + backward + Adam step) and peak memory
+  of ``ca_mlm`` (CA-MLM terms only; with and without stop-gradient), ``ca_mlm`` with
+  TLM, and ``tlm``, each divided by fairseq's ``masked_lm`` update of a ``roberta``
+  of the same size on the same sentences (every x and y as its own sequence, same
+  masks). The math: an S-stream layer costs ~1.33x an H-stream layer, so CA-MLM
+  alone ~2.33x MLM.
+* NMT: ``veco_transformer`` vs fairseq ``transformer`` of the same shape: training
+  tokens/second and beam-search (beam 5) sentences/second.
+
+Peak memory: on CUDA ``torch.cuda.max_memory_allocated``; on CPU (no allocator
+statistics) the peak of activations saved for backward, counted through
+``torch.autograd.graph.saved_tensors_hooks`` (distinct storages), plus parameters,
+gradients and Adam state.
+
+Objectives not built yet are reported as ``null``.
+
+    python benchmarks/run.py [--json PATH] [--layers 4 --dim 256 --ffn 1024 --heads 4]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List
+
+import numpy as np
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOT_BUILT = ["dwa_time_ratio", "dwa_selflabel_share", "sinkhorn_share", "align_mlm_time_ratio",
+             "weam_time_ratio"]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", help="write the flat ratio object here")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--ffn", type=int, default=1024)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--pairs", type=int, default=16, help="pairs per sub-batch (mono and bi)")
+    p.add_argument("--min-len", type=int, default=20)
+    p.add_argument("--max-len", type=int, default=60)
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds (median reported)")
+    p.add_argument("--beam-sentences", type=int, default=16)
+    p.add_argument("--skip-nmt", action="store_true")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--seed", type=int, default=1)
+    return p.parse_args(argv)
+
+
+# --- building blocks --------------------------------------------------------------------
+
+
+def fairseq_args(arch: str, extra: List[str]):
+    from fairseq import options
+
+    parser = options.get_training_parser()
+    return options.parse_args_and_arch(parser, ["DATA", "--user-dir", os.path.join(REPO, "veco_plugin"),
+                                                "--arch", arch, *extra])
+
+
+class BenchTask:
+    """What model and criterion builders read from a task: dictionaries and limits."""
+
+    def __init__(self, dictionary, max_positions=512):
+        self.source_dictionary = self.target_dictionary = self.dictionary = dictionary
+        self._max = max_positions
+
+    def max_positions(self):
+        return self._max
+
+
+def dictionary(size: int):
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(size):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<mask>")
+    return d
+
+
+def size_flags(a) -> List[str]:
+    return ["--encoder-layers", str(a.layers), "--encoder-embed-dim", str(a.dim),
+            "--encoder-ffn-embed-dim", str(a.ffn), "--encoder-attention-heads", str(a.heads),
+            "--dropout", "0.1", "--attention-dropout", "0.1"]
+
+
+def pretraining_batches(d, a, rng) -> Dict:
+    from fairseq.data import ListDataset
+
+    from veco_plugin.data.masking import MaskingScheme
+    from veco_plugin.data.pair_dataset import VecoPairDataset
+
+    batch = {}
+    for kind, prob in (("mono", 0.15), ("bi", 0.25)):
+        lines = [torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, n), d.eos()))
+                 for n in rng.integers(a.min_len, a.max_len, 2 * a.pairs)]
+        corpus = ListDataset(lines, np.array([len(t) for t in lines]))
+        scheme = MaskingScheme(prob, d.index("<mask>"), d.pad(), d.nspecial, len(d))
+        ds = VecoPairDataset.adjacent(corpus, name=kind, bos=d.bos(), max_len=512, scheme=scheme)
+        batch[kind] = ds.collater([ds[i] for i in range(len(ds))])
+    return batch
+
+
+def to_device(x, device):
+    from fairseq import utils
+
+    return utils.apply_to_sample(lambda t: t.to(device), x)
+
+
+class SavedTensorPeak:
+    """Peak bytes of distinct storages saved for backward during one update."""
+
+    def __init__(self):
+        self.live: Dict[int, int] = {}
+        self.peak = 0
+
+    def pack(self, t):
+        key = t.untyped_storage().data_ptr()
+        if key not in self.live:
+            self.live[key] = t.untyped_storage().nbytes()
+            self.peak = max(self.peak, sum(self.live.values()))
+        return t
+
+    def unpack(self, t):
+        return t
+
+
+def static_bytes(model) -> int:
+    # parameters + gradients + two Adam moments
+    return 4 * sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+
+def measure(update: Callable[[], None], model, device: str) -> Dict[str, float]:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        update()
+        torch.cuda.synchronize()
+        return {"time": time.perf_counter() - start, "mem": torch.cuda.max_memory_allocated()}
+    peak = SavedTensorPeak()
+    start = time.perf_counter()
+    with torch.autograd.graph.saved_tensors_hooks(peak.pack, peak.unpack):
+        update()
+    return {"time": time.perf_counter() - start, "mem": peak.peak + static_bytes(model)}
+
+
+def run_rounds(variants: Dict[str, Callable[[], Dict]], rounds: int) -> Dict[str, Dict[str, float]]:
+    for fn in variants.values():  # warm-up
+        fn()
+    samples = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            samples[name].append(fn())
+    return {
+        name: {key: statistics.median(s[key] for s in runs) for key in runs[0]}
+        for name, runs in samples.items()
+    }
+
+
+# --- pre-training -----------------------------------------------------------------------
+
+
+def pretraining(a) -> Dict[str, float]:
+    from fairseq import criterions, models
+
+    from veco_plugin.criterions.ca_mlm import CaMlmCriterion
+    from veco_plugin.criterions.tlm import TlmCriterion
+
+    d = dictionary(a.vocab)
+    task = BenchTask(d)
+    batch = to_device(pretraining_batches(d, a, np.random.default_rng(a.seed)), a.device)
+    torch.manual_seed(a.seed)
+    veco = models.ARCH_MODEL_REGISTRY["veco_base"].build_model(
+        fairseq_args("veco_base", size_flags(a)), task).to(a.device)
+    roberta = models.ARCH_MODEL_REGISTRY["roberta"].build_model(
+        fairseq_args("roberta", size_flags(a)), task).to(a.device)
+    from fairseq.criterions.masked_lm import MaskedLmConfig
+
+    masked_lm = criterions.CRITERION_REGISTRY["masked_lm"](MaskedLmConfig(tpu=False), task)
+
+    def mlm_loss(model):
+        # fairseq's own masked_lm on the same sentences: every x and y its own sequence
+        return sum(
+            masked_lm(model, {"net_input": {"src_tokens": b["pair_tokens"]}, "target": b["pair_target"],
+                              "ntokens": b["ntokens"], "nsentences": b["nsentences"]})[0]
+            for b in batch.values()
+        )
+
+    def objective(model, criterion):
+        return lambda: criterion(model, batch)[0]
+
+    opts = {id(m): torch.optim.Adam(m.parameters(), lr=1e-5) for m in (veco, roberta)}
+
+    def update(model, loss_fn):
+        def step():
+            def body():
+                opts[id(model)].zero_grad(set_to_none=True)
+                loss_fn().backward()
+                opts[id(model)].step()
+
+            return measure(body, model, a.device)
+
+        return step
+
+    variants = {
+        "masked_lm": update(roberta, lambda: mlm_loss(roberta)),
+        "ca_mlm": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, False, False))),
+        "ca_mlm_nostopgrad": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, True, False))),
+        "ca_mlm_tlm": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False))),
+        "tlm": update(veco, objective(veco, TlmCriterion(task, False))),
+    }
+    veco.train()
+    roberta.train()
+    r = run_rounds(variants, a.rounds)
+    base = r["masked_lm"]
+    print(f"\npre-training, {a.layers} layers x {a.dim} dim, {a.pairs} mono + {a.pairs} bi pairs, "
+          f"device {a.device}")
+    print(f"{'objective':<22}{'s/update':>10}{'ratio':>8}{'peak MB':>10}{'ratio':>8}")
+    for name, m in r.items():
+        print(f"{name:<22}{m['time']:>10.4f}{m['time'] / base['time']:>8.2f}"
+              f"{m['mem'] / 2**20:>10.1f}{m['mem'] / base['mem']:>8.2f}")
+    saved = 1 - r["ca_mlm"]["time"] / r["ca_mlm_nostopgrad"]["time"]
+    print(f"stop-gradient saves {100 * saved:.1f}% of a CA-MLM update's time")
+    return {
+        "ca_mlm_time_ratio": r["ca_mlm"]["time"] / base["time"],
+        "ca_mlm_nostopgrad_time_ratio": r["ca_mlm_nostopgrad"]["time"] / base["time"],
+        "ca_mlm_tlm_time_ratio": r["ca_mlm_tlm"]["time"] / base["time"],
+        "ca_mlm_mem_ratio": r["ca_mlm"]["mem"] / base["mem"],
+        "ca_mlm_nostopgrad_mem_ratio": r["ca_mlm_nostopgrad"]["mem"] / base["mem"],
+        "ca_mlm_tlm_mem_ratio": r["ca_mlm_tlm"]["mem"] / base["mem"],
+        "tlm_time_ratio": r["tlm"]["time"] / base["time"],
+        "tlm_mem_ratio": r["tlm"]["mem"] / base["mem"],
+        "stopgrad_time_saving": saved,
+    }
+
+
+# --- NMT --------------------------------------------------------------------------------
+
+
+def nmt(a) -> Dict[str, float]:
+    from fairseq import criterions, models
+    from fairseq.sequence_generator import SequenceGenerator
+
+    d = dictionary(a.vocab)
+    task = BenchTask(d)
+    shape = ["--encoder-layers", str(a.layers), "--decoder-layers", str(a.layers),
+             "--encoder-embed-dim", str(a.dim), "--decoder-embed-dim", str(a.dim),
+             "--encoder-ffn-embed-dim", str(a.ffn), "--decoder-ffn-embed-dim", str(a.ffn),
+             "--encoder-attention-heads", str(a.heads), "--decoder-attention-heads", str(a.heads),
+             "--dropout", "0.1", "--share-all-embeddings", "--max-source-positions", "512",
+             "--max-target-positions", "512"]
+    # fairseq's transformer with VECO's conventions: learned positions, layernorm_embedding,
+    # no embedding scale, GELU, post-LN
+    same_shape = ["--encoder-learned-pos", "--decoder-learned-pos", "--layernorm-embedding",
+                  "--no-scale-embedding", "--activation-fn", "gelu"]
+    torch.manual_seed(a.seed)
+    ours = models.ARCH_MODEL_REGISTRY["veco_transformer_base"].build_model(
+        fairseq_args("veco_transformer_base", shape), task).to(a.device)
+    theirs = models.ARCH_MODEL_REGISTRY["transformer"].build_model(
+        fairseq_args("transformer", shape + same_shape), task).to(a.device)
+    n_params = [sum(p.numel() for p in m.parameters()) for m in (ours, theirs)]
+    assert n_params[0] == n_params[1], f"shapes differ: {n_params}"
+    crit = criterions.CRITERION_REGISTRY["label_smoothed_cross_entropy"](task, False, 0.1)
+
+    from fairseq.data import LanguagePairDataset
+
+    rng = np.random.default_rng(a.seed)
+
+    def sents(n):
+        return [torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, k), d.eos()))
+                for k in rng.integers(a.min_len, a.max_len, n)]
+
+    src, tgt = sents(2 * a.pairs), sents(2 * a.pairs)
+    lp = LanguagePairDataset(src, np.array([len(s) for s in src]), d, tgt, np.array([len(t) for t in tgt]), d)
+    sample = to_device(lp.collater([lp[i] for i in range(len(lp))]), a.device)
+    beam_lp = lp.collater([lp[i] for i in range(a.beam_sentences)])
+    beam_sample = to_device(beam_lp, a.device)
+    opts = {id(m): torch.optim.Adam(m.parameters(), lr=1e-5) for m in (ours, theirs)}
+
+    def train(model):
+        def step():
+            model.train()
+            start = time.perf_counter()
+            opts[id(model)].zero_grad(set_to_none=True)
+            crit(model, sample)[0].backward()
+            opts[id(model)].step()
+            return {"time": time.perf_counter() - start}
+
+        return step
+
+    def beam(model):
+        gen = SequenceGenerator([model], d, beam_size=5, max_len_a=0, max_len_b=a.max_len)
+
+        def step():
+            model.eval()
+            start = time.perf_counter()
+            with torch.no_grad():
+                gen.generate([model], beam_sample)
+            return {"time": time.perf_counter() - start}
+
+        return step
+
+    r = run_rounds({"veco_train": train(ours), "fairseq_train": train(theirs),
+                    "veco_beam": beam(ours), "fairseq_beam": beam(theirs)}, a.rounds)
+    ntok = int(sample["ntokens"])
+    tps = {k: ntok / r[f"{k}_train"]["time"] for k in ("veco", "fairseq")}
+    sps = {k: a.beam_sentences / r[f"{k}_beam"]["time"] for k in ("veco", "fairseq")}
+    print(f"\nNMT, {a.layers}+{a.layers} layers x {a.dim} dim")
+    print(f"{'model':<20}{'train tok/s':>12}{'beam sent/s':>13}")
+    print(f"{'veco_transformer':<20}{tps['veco']:>12.0f}{sps['veco']:>13.2f}")
+    print(f"{'fairseq transformer':<20}{tps['fairseq']:>12.0f}{sps['fairseq']:>13.2f}")
+    return {"nmt_train_tps_ratio": tps["veco"] / tps["fairseq"],
+            "nmt_beam_sps_ratio": sps["veco"] / sps["fairseq"]}
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    from fairseq import utils
+
+    utils.import_user_module(argparse.Namespace(user_dir=os.path.join(REPO, "veco_plugin")))
+    torch.manual_seed(a.seed)
+    result = {k: None for k in NOT_BUILT}
+    result.update(pretraining(a))
+    result.update({"nmt_train_tps_ratio": None, "nmt_beam_sps_ratio": None})
+    if not a.skip_nmt:
+        result.update(nmt(a))
+    print("\n" + "\n".join(f"{k:<30} {'null' if v is None else f'{v:.3f}'}" for k, v in sorted(result.items())))
+    if a.json:
+        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
