@@ -73,13 +73,11 @@ def run(tmp_path_factory):
     text.mkdir()
     for lang in ("en", "de"):
         _head(os.path.join(TEXT, f"valid.{lang}"), text / f"test.{lang}", N_TEST)
-    _write_dictionary(
-        root / "dict.txt",
-        [os.path.join(TEXT, f"{s}.{lang}") for s in ("train", "valid", "mono") for lang in ("en", "de")],
-    )
     data.mkdir()
-    os.replace(root / "dict.txt", data / "dict.txt")
     dict_txt = data / "dict.txt"
+    sources = [f"{split}.{lang}" for split in ("train", "valid", "mono") for lang in ("en", "de")]
+    _write_dictionary(dict_txt, [os.path.join(TEXT, name) for name in sources])
+    # fmt: off
     for lang in ("en", "de"):
         _run("fairseq-preprocess", "--only-source", "--srcdict", dict_txt, "--workers", "1",
              "--trainpref", os.path.join(TEXT, f"mono.{lang}"),
@@ -95,7 +93,8 @@ def run(tmp_path_factory):
     _run("fairseq-train", data, *COMMON, "--task", "veco_pretraining", "--mono-langs", "en,de",
          "--bi-pairs", "en-de", "--arch", "veco_tiny", "--criterion", "ca_mlm",
          "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1024", "--max-update", "10",
-         "--disable-validation", "--save-dir", pre, "--no-epoch-checkpoints", "--log-format", "simple")
+         "--disable-validation", "--save-dir", pre, "--no-epoch-checkpoints",
+         "--log-format", "simple")
 
     init = root / "init" / "init.pt"
     init_log = _run("veco-init-nmt", "--pretrained", pre / "checkpoint_last.pt", "--output", init,
@@ -110,9 +109,10 @@ def run(tmp_path_factory):
         "--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "1024", "--max-update", "30",
         "--save-dir", ft, "--no-epoch-checkpoints", "--log-format", "simple",
         "--log-interval", "10",
-    ).stdout  # fmt: skip
+    ).stdout
     return {"root": root, "data": data, "nmt": nmt, "init": init, "init_log": init_log,
-            "checkpoint": ft / "checkpoint_last.pt", "train_log": train_log}  # fmt: skip
+            "checkpoint": ft / "checkpoint_last.pt", "train_log": train_log}
+    # fmt: on
 
 
 def _generate(nmt, path, *extra, check=True):

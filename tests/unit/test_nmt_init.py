@@ -7,6 +7,8 @@ stream of y conditioned on x, both on padded batches with dropout 0.
 
 import logging
 import os
+from argparse import Namespace
+
 import pytest
 import torch
 from fairseq import checkpoint_utils
@@ -27,6 +29,7 @@ from veco_plugin.tasks.translation_from_pretrained_veco import (
     TranslationFromPretrainedVecoConfig,
     TranslationFromPretrainedVecoTask,
 )
+from veco_plugin.trusted_load import load_trusted
 
 TOL = 1e-5
 
@@ -400,6 +403,12 @@ def test_mismatched_data_dictionary_is_refused(veco_checkpoint, tmp_path):
     task = _task(shuffled, str(shuffled / "dict.txt"))
     with pytest.raises(ValueError, match="not the checkpoint's.*--joined-dictionary --srcdict"):
         checkpoint_utils.load_model_ensemble([str(out)], task=task)
+    # a checkpoint without the digest (another tool) loads, with a warning
+    state = load_trusted(str(out))
+    del state["model"]["dictionary_digest"]
+    torch.save(state, tmp_path / "no_digest.pt")
+    models, _ = checkpoint_utils.load_model_ensemble([str(tmp_path / "no_digest.pt")], task=task)
+    assert int(models[0].dictionary_digest) == dictionary_digest(task.src_dict.symbols)
     smaller = tmp_path / "smaller"
     smaller.mkdir()
     _dictionary_files(smaller, n_words=30)
@@ -449,3 +458,39 @@ def test_inference_iterators_keep_every_sentence(tmp_path):
     task.datasets[task.cfg.train_subset] = train
     assert count(train) == 8  # fairseq's rounding, kept for training only
     assert task.cfg.max_source_positions == task.cfg.max_target_positions == 512
+
+
+# --- architectures -------------------------------------------------------------------
+
+
+def test_archs_match_veco_sizes_and_pretraining_conventions():
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    for size in ("tiny", "small", "base", "large"):
+        nmt, veco = Namespace(), Namespace()
+        ARCH_CONFIG_REGISTRY[f"veco_transformer_{size}"](nmt)
+        ARCH_CONFIG_REGISTRY[f"veco_{size}"](veco)
+        for key in ("layers", "embed_dim", "ffn_embed_dim", "attention_heads"):
+            assert getattr(nmt, f"encoder_{key}") == getattr(veco, f"encoder_{key}"), (size, key)
+            assert getattr(nmt, f"decoder_{key}") == getattr(veco, f"encoder_{key}"), (size, key)
+        assert nmt.share_all_embeddings and nmt.layernorm_embedding and nmt.no_scale_embedding
+        assert nmt.encoder_learned_pos and nmt.decoder_learned_pos
+        assert not nmt.encoder_normalize_before and not nmt.decoder_normalize_before
+        assert nmt.activation_fn == "gelu"
+        assert nmt.max_source_positions == nmt.max_target_positions == 512
+    model = build_nmt(toy_dictionary(), 2)
+    assert model.encoder.embed_scale == model.decoder.embed_scale == 1.0
+    assert model.encoder.layer_norm is None and model.decoder.layer_norm is None  # post-LN
+    assert model.encoder.embed_positions.weight.shape[0] == 64 + 2  # fairseq padding offset
+
+
+def test_arch_functions_keep_what_the_user_passed():
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = Namespace(encoder_layers=3, decoder_layers=1, dropout=0.3, max_source_positions=256)
+    ARCH_CONFIG_REGISTRY["veco_transformer_large"](args)
+    assert (args.encoder_layers, args.decoder_layers, args.dropout) == (3, 1, 0.3)
+    assert args.max_source_positions == 256 and args.encoder_embed_dim == 1024
+    args = Namespace()
+    ARCH_CONFIG_REGISTRY["veco_transformer_large"](args)
+    assert args.decoder_layers == 24  # the paper's full decoder by default

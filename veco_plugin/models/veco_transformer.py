@@ -101,20 +101,17 @@ class VecoTransformerModel(TransformerModel):
             )
             logger.error(message)
             raise ValueError(message)
-        theirs = state_dict.get(DIGEST_KEY)
-        mine = getattr(self, DIGEST_KEY, None)
-        if theirs is None and mine is not None:
-            logger.warning("checkpoint has no %s; the dictionary is not checked", DIGEST_KEY)
+        theirs, mine = state_dict.get(DIGEST_KEY), getattr(self, DIGEST_KEY, None)
+        if mine is not None and theirs is None:
+            logger.warning("checkpoint has no %s: the dictionary is not checked", DIGEST_KEY)
             state_dict[DIGEST_KEY] = mine.clone()
-        elif mine is not None and int(theirs) != 0 and int(theirs) != int(mine):
+        elif mine is not None and int(theirs) != int(mine):
             message = (
                 "the data dictionary is not the checkpoint's (same size, other symbols "
                 f"or order): {FIX_DICTIONARY}"
             )
             logger.error(message)
             raise ValueError(message)
-        elif mine is not None:
-            state_dict[DIGEST_KEY] = mine.clone()  # 0 = written without a dictionary
         pos = state_dict.get("encoder.embed_positions.weight")
         own_pos = self.encoder.embed_positions
         if pos is not None and own_pos is not None and pos.shape != own_pos.weight.shape:
