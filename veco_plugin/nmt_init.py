@@ -1,6 +1,6 @@
 """Pure initializers: a pre-trained ``veco`` state dict -> a ``veco_transformer`` one.
 
-Paper §3 and Figure 3 (NLG fine-tuning): "the self-attention module is used to
+Paper §3.2 and Figure 3 (NLG fine-tuning): "the self-attention module is used to
 initialize both the corresponding modules in the encoder and decoder for contextual
 modeling, while the cross-attention module is used to initialize the
 encoder-to-decoder attention". With a post-LN stack and no future mask, a decoder

@@ -1,6 +1,6 @@
 """veco -> veco_transformer initialization: exactness, key map, layer specs, tying, CLI.
 
-Exactness (paper §3, Figure 3): after initialization the encoder reproduces the
+Exactness (paper §3.2, Figure 3): after initialization the encoder reproduces the
 pre-trained H stream and the decoder, run with full context (no future mask), the S
 stream of y conditioned on x, both on padded batches with dropout 0.
 """
@@ -394,7 +394,7 @@ def test_cli_bad_input_one_line_errors(veco_checkpoint, tmp_path):
 
 
 def test_mismatched_data_dictionary_is_refused(veco_checkpoint, tmp_path):
-    _, _, path = veco_checkpoint
+    _, d, path = veco_checkpoint
     out = tmp_path / "init.pt"
     _cli("--pretrained", path, "--output", str(out))
     shuffled = tmp_path / "shuffled"
@@ -403,6 +403,10 @@ def test_mismatched_data_dictionary_is_refused(veco_checkpoint, tmp_path):
     task = _task(shuffled, str(shuffled / "dict.txt"))
     with pytest.raises(ValueError, match="not the checkpoint's.*--joined-dictionary --srcdict"):
         checkpoint_utils.load_model_ensemble([str(out)], task=task)
+    # a model built with other flags than the checkpoint's: one line naming the flag
+    with pytest.raises(ValueError, match="2 decoder layers, the model 1: pass the --decoder-lay"):
+        nmt = build_nmt(d, 1)
+        nmt.load_state_dict(load_trusted(str(out))["model"])
     # a checkpoint without the digest (another tool) loads, with a warning
     state = load_trusted(str(out))
     del state["model"]["dictionary_digest"]

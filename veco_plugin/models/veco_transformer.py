@@ -6,7 +6,7 @@ post-LN, GELU, learned positions with fairseq's padding offset (512 by default),
 ``layernorm_embedding`` after the embeddings, no embedding scale, and one embedding
 matrix shared by source, target and output projection (``--share-all-embeddings``).
 
-Paper §3 (NLG fine-tuning): each encoder layer is a pre-trained layer (plug-out);
+Paper §3.2 (NLG fine-tuning): each encoder layer is a pre-trained layer (plug-out);
 each decoder layer is a pre-trained layer run plug-in, its cross-attention becoming
 the encoder-decoder attention. ``veco-init-nmt`` (``veco_plugin/nmt_init.py``) maps the
 weights; this module only defines the network.
@@ -34,7 +34,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from fairseq.utils import safe_getattr
 
-from ..nmt_init import TIED_LAYER_MODULES, dictionary_digest
+from ..nmt_init import TIED_LAYER_MODULES, count_layers, dictionary_digest
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,16 @@ class VecoTransformerModel(TransformerModel):
             )
             logger.error(message)
             raise ValueError(message)
+        for side, flag in (("encoder", "--arch"), ("decoder", "--decoder-layers")):
+            theirs = count_layers(state_dict, f"{side}.layers")
+            mine = len(getattr(self, side).layers)
+            if theirs and theirs != mine:
+                message = (
+                    f"the checkpoint has {theirs} {side} layers, the model {mine}: pass the "
+                    f"{flag} it was written with (veco-init-nmt prints the fairseq-train flags)"
+                )
+                logger.error(message)
+                raise ValueError(message)
         pos = state_dict.get("encoder.embed_positions.weight")
         own_pos = self.encoder.embed_positions
         if pos is not None and own_pos is not None and pos.shape != own_pos.weight.shape:
