@@ -407,6 +407,11 @@ def test_mismatched_data_dictionary_is_refused(veco_checkpoint, tmp_path):
     with pytest.raises(ValueError, match="2 decoder layers, the model 1: pass the --decoder-lay"):
         nmt = build_nmt(d, 1)
         nmt.load_state_dict(load_trusted(str(out))["model"])
+    with pytest.raises(ValueError, match="64 source positions, the model 512: pass --max-source"):
+        args = model_args("veco_transformer_tiny", decoder_layers=2)
+        VecoTransformerModel.build_model(args, ToyTask(d)).load_state_dict(
+            load_trusted(str(out))["model"]
+        )
     # a checkpoint without the digest (another tool) loads, with a warning
     state = load_trusted(str(out))
     del state["model"]["dictionary_digest"]

@@ -91,48 +91,45 @@ class VecoTransformerModel(TransformerModel):
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
     def _check_loadable(self, state_dict) -> None:
-        """One-line errors for the two mismatches users actually hit."""
-        own_rows = self.encoder.embed_tokens.weight.size(0)
+        """One-line errors for checkpoints built for other data or other flags:
+        vocabulary size, dictionary digest, encoder/decoder depth, positions."""
+        rows = self.encoder.embed_tokens.weight.size(0)
         emb = state_dict.get("encoder.embed_tokens.weight")
-        if emb is not None and emb.size(0) != own_rows:
-            message = (
+        if emb is not None and emb.size(0) != rows:
+            _refuse(
                 f"the checkpoint's embeddings have {emb.size(0)} rows but the data "
-                f"dictionary (+<mask>) has {own_rows} types: {FIX_DICTIONARY}"
+                f"dictionary (+<mask>) has {rows} types: {FIX_DICTIONARY}"
             )
-            logger.error(message)
-            raise ValueError(message)
         theirs, mine = state_dict.get(DIGEST_KEY), getattr(self, DIGEST_KEY, None)
         if mine is not None and theirs is None:
             logger.warning("checkpoint has no %s: the dictionary is not checked", DIGEST_KEY)
             state_dict[DIGEST_KEY] = mine.clone()
         elif mine is not None and int(theirs) != int(mine):
-            message = (
+            _refuse(
                 "the data dictionary is not the checkpoint's (same size, other symbols "
                 f"or order): {FIX_DICTIONARY}"
             )
-            logger.error(message)
-            raise ValueError(message)
         for side, flag in (("encoder", "--arch"), ("decoder", "--decoder-layers")):
-            theirs = count_layers(state_dict, f"{side}.layers")
-            mine = len(getattr(self, side).layers)
-            if theirs and theirs != mine:
-                message = (
-                    f"the checkpoint has {theirs} {side} layers, the model {mine}: pass the "
+            depth, own = count_layers(state_dict, f"{side}.layers"), len(getattr(self, side).layers)
+            if depth and depth != own:
+                _refuse(
+                    f"the checkpoint has {depth} {side} layers, the model {own}: pass the "
                     f"{flag} it was written with (veco-init-nmt prints the fairseq-train flags)"
                 )
-                logger.error(message)
-                raise ValueError(message)
         pos = state_dict.get("encoder.embed_positions.weight")
         own_pos = self.encoder.embed_positions
         if pos is not None and own_pos is not None and pos.shape != own_pos.weight.shape:
-            pad = self.encoder.padding_idx
-            message = (
-                f"the checkpoint has {pos.size(0) - pad - 1} source positions, the model "
-                f"{own_pos.weight.size(0) - pad - 1}: pass --max-source-positions "
-                f"{pos.size(0) - pad - 1} --max-target-positions {pos.size(0) - pad - 1}"
+            offset = self.encoder.padding_idx + 1
+            n, own = pos.size(0) - offset, own_pos.weight.size(0) - offset
+            _refuse(
+                f"the checkpoint has {n} source positions, the model {own}: pass "
+                f"--max-source-positions {n} --max-target-positions {n}"
             )
-            logger.error(message)
-            raise ValueError(message)
+
+
+def _refuse(message: str) -> None:
+    logger.error(message)  # fairseq-train re-raises load errors as a generic message
+    raise ValueError(message)
 
 
 def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -> None:
