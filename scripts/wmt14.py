@@ -188,6 +188,12 @@ class RawDir:
             if os.path.isfile(exact):
                 return exact
             hits = sorted(self._by_name.get(os.path.basename(cand), []))
+            if len(hits) > 1 and len({os.path.getsize(h) for h in hits}) > 1:
+                raise PipelineError(
+                    f"{len(hits)} different files named {os.path.basename(cand)} "
+                    f"under {self.raw_dir} ({', '.join(hits[:3])}); keep one copy in "
+                    "--raw-dir"
+                )
             if hits:
                 return hits[0]
         return None
@@ -624,8 +630,10 @@ def read_hypotheses(path: str, expected: int) -> List[str]:
 
 
 def decode_subwords(
-    pieces: List[str], spm_model: Optional[str], subword: str
+    pieces: List[str], spm_model: Optional[str], subword: str, lang: str
 ) -> List[str]:
+    """Plain text from subword hypotheses: sentencepiece decoding, or (fastBPE) joining
+    ``@@ `` and Moses-detokenizing for ``lang``."""
     if subword == "sentencepiece":
         if not spm_model or not os.path.isfile(spm_model):
             raise PipelineError(
@@ -639,7 +647,7 @@ def decode_subwords(
     if subword == "fastbpe":
         from sacremoses import MosesDetokenizer
 
-        detok = MosesDetokenizer()
+        detok = MosesDetokenizer(lang=lang)
         return [detok.detokenize(re.sub(r"@@( |$)", "", p).split()) for p in pieces]
     raise PipelineError(f"unknown --subword {subword}")
 
@@ -669,7 +677,7 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
                 f"has {expected}"
             )
     pieces = read_hypotheses(args.generate_output, expected)
-    hyps = decode_subwords(pieces, args.spm_model, args.subword)
+    hyps = decode_subwords(pieces, args.spm_model, args.subword, args.tgt)
     os.makedirs(os.path.dirname(os.path.abspath(args.hyp_out)), exist_ok=True)
     _write(args.hyp_out + ".subword", pieces)
     _write(args.hyp_out, hyps)

@@ -232,6 +232,56 @@ def test_no_download_names_the_missing_archive(wmt, tmp_path):
     assert "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz" in msg
 
 
+def _have_fastbpe():
+    try:
+        import fastBPE  # noqa: F401
+    except ImportError:
+        return False
+    return os.path.isfile(os.path.join(VENV_BIN, "fastbpe"))
+
+
+@pytest.mark.skipif(
+    not _have_fastbpe(),
+    reason="fastBPE module or fastbpe CLI not installed (scripts/install-fastbpe.sh)",
+)
+def test_prepare_with_fastbpe_codes(wmt, tmp_path):
+    """--bpe-codes: Moses-tokenized text, fastBPE-encoded (``@@ `` joints)."""
+    from sacremoses import MosesTokenizer
+
+    de = wmt["fx"].langs["de"]
+    tok = {lang: MosesTokenizer(lang=lang) for lang in ("en", "de")}
+    text = str(tmp_path / "tok.txt")
+    wmt_fixture.write_lines(
+        text,
+        [
+            tok[lang].tokenize(pair[i], return_str=True, escape=False)
+            for pairs in de.train.values()
+            for pair in pairs
+            for i, lang in enumerate(("en", "de"))
+        ],
+    )
+    fastbpe = os.path.join(VENV_BIN, "fastbpe")
+    codes, bpe_text = str(tmp_path / "codes"), str(tmp_path / "bpe.txt")
+    with open(codes, "w") as f:
+        subprocess.run([fastbpe, "learnbpe", "1500", text], stdout=f, check=True)
+    run([fastbpe, "applybpe", bpe_text, text, codes])
+    vocab = str(tmp_path / "dict.txt")
+    with open(vocab, "w") as f:
+        subprocess.run([fastbpe, "getvocab", bpe_text], stdout=f, check=True)
+    out = str(tmp_path / "out")
+    cmd = prepare_cmd(wmt["raw"], out, wmt["spm"], vocab)
+    cmd[cmd.index("--spm-model") : cmd.index("--spm-model") + 2] = [
+        "--bpe-codes",
+        codes,
+    ]
+    run(cmd)
+    assert n_lines(os.path.join(out, "bin", "test.raw.de")) == N_TEST
+    with open(os.path.join(out, "tmp", "test.de"), encoding="utf-8") as f:
+        encoded = f.read()
+    assert "@@ " in encoded and "\u2581" not in encoded
+    assert os.path.isfile(os.path.join(out, "bin", "test.en-de.de.idx"))
+
+
 def test_prepare_help_and_unknown_flag():
     proc = run(["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--help"])
     assert "--spm-model" in proc.stdout and "--raw-dir" in proc.stdout
@@ -408,6 +458,10 @@ def test_compound_splitting_convention():
     assert wmt14.moses_tokenized(["Das ist gut-gemacht."], "de") == [
         "Das ist gut ##AT##-##AT## gemacht ."
     ]
+    # fastBPE hypotheses: joints removed, Moses-detokenized
+    assert wmt14.decode_subwords(
+        ["Das ist ein Te@@ st , oder ?"], None, "fastbpe", "de"
+    ) == ["Das ist ein Test, oder?"]
 
 
 # ----------------------------------------------------------------------------- finetune
