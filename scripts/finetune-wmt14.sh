@@ -11,7 +11,10 @@
 # run resumes from it instead (nothing reset), so a restarted job continues.
 #
 #   bash scripts/finetune-wmt14.sh --pair en-de --data-bin data-bin/wmt14_en_de \
-#       --restore-file checkpoints/veco_nmt_init/checkpoint_init.pt
+#       --restore-file checkpoints/veco_nmt_init/checkpoint_init.pt --decoder-layers 6
+# --decoder-layers must be the count veco-init-nmt --decoder-layers chose (last:6 -> 6;
+# the arch default is the encoder depth), --tie-decoder-to-encoder-layers the layers it
+# printed for --tie-layers: veco-init-nmt logs the exact fairseq-train flags.
 # Arguments after -- go to fairseq-train unchanged. --dry-run prints the command.
 set -euo pipefail
 
@@ -22,6 +25,8 @@ SAVE_DIR=
 RESTORE_FILE=checkpoints/veco_nmt_init/checkpoint_init.pt
 TASK=translation_from_pretrained_veco
 ARCH=veco_transformer_large
+DECODER_LAYERS=
+TIED_LAYERS=
 LR=
 ADAM_BETAS="(0.9,0.98)"
 ADAM_EPS=1e-8
@@ -52,6 +57,8 @@ usage: $(basename "$0") [flags] [-- fairseq-train args]
   --restore-file FILE         initial checkpoint (veco-init-nmt) [$RESTORE_FILE]
   --task NAME                 fairseq task                [$TASK]
   --arch NAME                 model architecture          [$ARCH]
+  --decoder-layers N          decoder depth of the init checkpoint [arch default]
+  --tie-decoder-to-encoder-layers L  encoder layers the decoder layers share (--tie-layers)
   --lr LR                     peak learning rate          [1e-4 en-de, 2e-4 en-fr]
   --adam-betas B              Adam betas                  [$ADAM_BETAS]
   --adam-eps E                Adam epsilon                [$ADAM_EPS]
@@ -85,6 +92,8 @@ while [[ $# -gt 0 ]]; do
     --restore-file) RESTORE_FILE=$2; shift 2 ;;
     --task) TASK=$2; shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
+    --decoder-layers) DECODER_LAYERS=$2; shift 2 ;;
+    --tie-decoder-to-encoder-layers) TIED_LAYERS=$2; shift 2 ;;
     --lr) LR=$2; shift 2 ;;
     --adam-betas) ADAM_BETAS=$2; shift 2 ;;
     --adam-eps) ADAM_EPS=$2; shift 2 ;;
@@ -128,6 +137,8 @@ fi
 NUM_GPUS=${NUM_GPUS:-$GPUS_PRESENT}
 (( NUM_GPUS >= 1 )) || NUM_GPUS=1
 [[ "$FP16" != auto ]] || { (( GPUS_PRESENT > 0 )) && FP16=1 || FP16=0; }
+[[ -z "$DECODER_LAYERS" || "$DECODER_LAYERS" =~ ^[1-9][0-9]*$ ]] \
+  || die "--decoder-layers must be a positive integer, not $DECODER_LAYERS"
 for n in TOKENS_PER_UPDATE MAX_TOKENS NUM_GPUS; do
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--$(echo "$n" | tr 'A-Z_' 'a-z-') must be a positive integer, not ${!n}"
 done
@@ -153,6 +164,8 @@ CMD=(fairseq-train "$DATA_BIN" --user-dir "$USER_DIR"
   --save-dir "$SAVE_DIR" --save-interval-updates "$SAVE_INTERVAL_UPDATES"
   --keep-interval-updates "$KEEP_INTERVAL_UPDATES"
   --seed "$SEED" --log-interval "$LOG_INTERVAL" --log-format simple)
+[[ -n "$DECODER_LAYERS" ]] && CMD+=(--decoder-layers "$DECODER_LAYERS")
+[[ -n "$TIED_LAYERS" ]] && CMD+=(--tie-decoder-to-encoder-layers "$TIED_LAYERS")
 [[ "$FP16" == 1 ]] && CMD+=(--fp16)
 CMD+=("${EXTRA[@]}")
 
