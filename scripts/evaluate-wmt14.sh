@@ -33,6 +33,7 @@ OUT_DIR=
 SRC=en
 TGT=de
 GEN_SUBSET="test"
+TASK=translation_from_pretrained_veco
 PYTHON=python3
 EXTRA=()
 
@@ -52,6 +53,7 @@ usage: $(basename "$0") [flags] [-- fairseq-generate args]
   --max-tokens N              fairseq-generate --max-tokens   [$MAX_TOKENS]
   --src L --tgt L             languages                       [$SRC $TGT]
   --gen-subset NAME           subset to translate             [$GEN_SUBSET]
+  --task NAME                 fairseq task (translation for a stock model) [$TASK]
   --user-dir DIR              fairseq --user-dir              [$USER_DIR]
   --out-dir DIR               outputs       [<checkpoint-dir>/eval_<subset>]
   --python PY                 Python with sacrebleu/sacremoses [$PYTHON]
@@ -77,6 +79,7 @@ while [[ $# -gt 0 ]]; do
     --src) SRC=$2; shift 2 ;;
     --tgt) TGT=$2; shift 2 ;;
     --gen-subset) GEN_SUBSET=$2; shift 2 ;;
+    --task) TASK=$2; shift 2 ;;
     --user-dir) USER_DIR=$2; shift 2 ;;
     --out-dir) OUT_DIR=$2; shift 2 ;;
     --python) PYTHON=$2; shift 2 ;;
@@ -111,7 +114,7 @@ fi
 # 2. Beam search over every sentence of the subset.
 GEN_OUT=$OUT_DIR/generate-$GEN_SUBSET.txt
 fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --path "$CHECKPOINT" \
-  --gen-subset "$GEN_SUBSET" --source-lang "$SRC" --target-lang "$TGT" \
+  --task "$TASK" --gen-subset "$GEN_SUBSET" --source-lang "$SRC" --target-lang "$TGT" \
   --beam "$BEAM" --nbest 1 --max-tokens "$MAX_TOKENS" \
   --required-batch-size-multiple 1 "${EXTRA[@]}" > "$GEN_OUT" \
   || die "fairseq-generate failed (log: $GEN_OUT)"

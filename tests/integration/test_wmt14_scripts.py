@@ -362,7 +362,7 @@ def _evaluate(wmt, out_dir, *extra):
             "--checkpoint-dir", wmt["ckpt"], "--data-bin", wmt["data"],
             "--spm-model", wmt["spm"], "--user-dir", PLUGIN, "--out-dir", out_dir,
             "--src", "en", "--tgt", "de", "--gen-subset", "test", "--beam", "5",
-            "--num-update-checkpoints", "10", *extra,
+            "--num-update-checkpoints", "10", "--task", "translation", *extra,
         ],  # fmt: skip
         check=False,
     )

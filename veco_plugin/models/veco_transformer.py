@@ -98,7 +98,8 @@ class VecoTransformerModel(TransformerModel):
         if emb is not None and emb.size(0) != rows:
             _refuse(
                 f"the checkpoint's embeddings have {emb.size(0)} rows but the data "
-                f"dictionary (+<mask>) has {rows} types: {FIX_DICTIONARY}"
+                f"dictionary (+<mask>) has {rows} types: run with --task "
+                f"translation_from_pretrained_veco (it appends <mask>); {FIX_DICTIONARY}"
             )
         theirs, mine = state_dict.get(DIGEST_KEY), getattr(self, DIGEST_KEY, None)
         if mine is not None and theirs is None:
