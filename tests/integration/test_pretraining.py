@@ -1,7 +1,5 @@
 """fairseq-train --user-dir veco_plugin --task veco_pretraining on real text."""
 
-import os
-
 import pytest
 
 from runner import json_logs, pretrain_args, run

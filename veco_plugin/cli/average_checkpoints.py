@@ -36,11 +36,12 @@ import argparse
 import logging
 import os
 import re
-import sys
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
+
+from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.average_checkpoints")
 
@@ -284,17 +285,7 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
-    logging.basicConfig(
-        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-        level=os.environ.get("LOGLEVEL", "INFO").upper(),
-        stream=sys.stderr,
-        force=True,
-    )
-    args = get_parser().parse_args(argv)
-    try:
-        main(args)
-    except AverageError as exc:
-        sys.exit(f"veco-average-checkpoints: error: {exc}")
+    run_cli("veco-average-checkpoints", get_parser, main, AverageError, argv)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ import argparse
 import logging
 import os
 import re
-import sys
 import warnings
 from argparse import Namespace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -51,6 +50,8 @@ from veco_plugin.nmt_init import (
     init_nmt_state,
     parse_decoder_layers,
 )
+
+from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.init_nmt")
 
@@ -439,17 +440,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
-    logging.basicConfig(
-        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-        level=os.environ.get("LOGLEVEL", "INFO").upper(),
-        stream=sys.stderr,
-        force=True,
-    )
-    args = get_parser().parse_args(argv)
-    try:
-        main(args)
-    except NmtInitError as exc:
-        sys.exit(f"veco-init-nmt: error: {exc}")
+    run_cli("veco-init-nmt", get_parser, main, NmtInitError, argv)
 
 
 if __name__ == "__main__":

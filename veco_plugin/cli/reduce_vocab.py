@@ -26,13 +26,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from collections import Counter
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 MASK = "<mask>"
 MAP_NAME = "vocab_map.tsv"
 DICT_NAME = "dict.txt"
+
+from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.reduce_vocab")
 
@@ -147,17 +148,7 @@ def main(args: argparse.Namespace) -> List[int]:
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
-    logging.basicConfig(
-        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-        level=os.environ.get("LOGLEVEL", "INFO").upper(),
-        stream=sys.stderr,
-        force=True,
-    )
-    args = get_parser().parse_args(argv)
-    try:
-        main(args)
-    except ReduceVocabError as exc:
-        sys.exit(f"veco-reduce-vocab: error: {exc}")
+    run_cli("veco-reduce-vocab", get_parser, main, ReduceVocabError, argv)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,24 @@ def swap_halves(x: Tensor, dim: int) -> Tensor:
     return torch.cat([second, first], dim=dim)
 
 
+# (layers, hidden, FFN, heads) per size name; veco_transformer archs use the same table.
+ARCH_SIZES = {
+    "tiny": (2, 64, 256, 4),  # CPU tests
+    "small": (6, 768, 3072, 12),  # paper Table 8
+    "base": (12, 768, 3072, 12),  # XLM-R base
+    "large": (24, 1024, 4096, 16),  # paper Table 8
+}
+
+
+def fill_encoder_sizes(args, size: str) -> None:
+    """Default the encoder sizes of ``size``; values the user passed are kept."""
+    layers, dim, ffn, heads = ARCH_SIZES[size]
+    args.encoder_layers = safe_getattr(args, "encoder_layers", layers)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", dim)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", ffn)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", heads)
+
+
 def veco_base_architecture(args):
     """XLM-R base: 12 layers, 768 hidden, 3072 FFN, 12 heads, post-LN, GELU."""
     roberta_base_architecture(args)
@@ -125,27 +143,19 @@ def veco_base(args):
 
 @register_model_architecture("veco", "veco_tiny")
 def veco_tiny(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 256)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    fill_encoder_sizes(args, "tiny")
     veco_base_architecture(args)
 
 
 @register_model_architecture("veco", "veco_small")
 def veco_small(args):
-    """Paper Table 8, small: 6 layers, 768 hidden, 3072 FFN, 12 heads."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 6)
+    fill_encoder_sizes(args, "small")
     veco_base_architecture(args)
 
 
 @register_model_architecture("veco", "veco_large")
 def veco_large(args):
-    """Paper Table 8, large: 24 layers, 1024 hidden, 4096 FFN, 16 heads."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    fill_encoder_sizes(args, "large")
     veco_base_architecture(args)
 
 

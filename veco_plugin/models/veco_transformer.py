@@ -35,6 +35,7 @@ from fairseq.models.transformer.transformer_legacy import (
 from fairseq.utils import safe_getattr
 
 from ..nmt_init import TIED_LAYER_MODULES, count_layers, dictionary_digest
+from .veco import fill_encoder_sizes
 
 logger = logging.getLogger(__name__)
 
@@ -167,10 +168,7 @@ def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -
 
 def veco_transformer_base_architecture(args):
     """XLM-R base sizes and VECO's pre-training conventions; decoder = encoder depth."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 12)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 768)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 3072)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 12)
+    fill_encoder_sizes(args, "base")
     args.decoder_layers = safe_getattr(args, "decoder_layers", args.encoder_layers)
     args.decoder_embed_dim = safe_getattr(args, "decoder_embed_dim", args.encoder_embed_dim)
     args.decoder_ffn_embed_dim = safe_getattr(
@@ -207,25 +205,19 @@ def veco_transformer_base(args):
 @register_model_architecture("veco_transformer", "veco_transformer_tiny")
 def veco_transformer_tiny(args):
     """Test size, matches ``veco_tiny``: 2 layers, 64 hidden, 256 FFN, 4 heads."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 64)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 256)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    fill_encoder_sizes(args, "tiny")
     veco_transformer_base_architecture(args)
 
 
 @register_model_architecture("veco_transformer", "veco_transformer_small")
 def veco_transformer_small(args):
     """Paper Table 8, small: 6 layers, 768 hidden, 3072 FFN, 12 heads."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 6)
+    fill_encoder_sizes(args, "small")
     veco_transformer_base_architecture(args)
 
 
 @register_model_architecture("veco_transformer", "veco_transformer_large")
 def veco_transformer_large(args):
     """Paper Table 8, large: 24 layers, 1024 hidden, 4096 FFN, 16 heads."""
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 24)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 1024)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 4096)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 16)
+    fill_encoder_sizes(args, "large")
     veco_transformer_base_architecture(args)
