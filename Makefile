@@ -1,11 +1,12 @@
 # The two set-up commands of the README:
 #   make quickstart   pre-train -> initialize -> fine-tune -> average -> beam search -> BLEU on local data
 #   make test         the test suite (what .ci/run runs)
+#   make lint         black --check, isort --check, flake8 (settings: pyproject.toml, setup.cfg)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 RUN ?= runs/quickstart
 
-.PHONY: setup test test-slow quickstart bench
+.PHONY: setup test test-slow quickstart bench lint
 setup: $(VENV)/.installed
 $(VENV)/.installed: setup.py scripts/setup-env.sh
 	bash scripts/setup-env.sh --venv $(VENV)
@@ -22,3 +23,14 @@ quickstart: setup
 
 bench: setup
 	$(PY) benchmarks/run.py --json $(RUN)/benchmarks.json
+
+LINT_PATHS := veco_plugin benchmarks tests scripts/*.py
+LINT_TOOLS := black==26.10.1 isort==9.0.2 flake8==7.5.0
+$(VENV)/.lint-installed: $(VENV)/.installed
+	$(PY) -m pip install $(LINT_TOOLS)
+	touch $@
+
+lint: $(VENV)/.lint-installed
+	$(VENV)/bin/black --check $(LINT_PATHS)
+	$(VENV)/bin/isort --check-only $(LINT_PATHS)
+	$(VENV)/bin/flake8 $(LINT_PATHS)
