@@ -35,12 +35,19 @@ import numpy as np
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOT_BUILT = ["dwa_time_ratio", "dwa_selflabel_share", "sinkhorn_share", "align_mlm_time_ratio",
-             "weam_time_ratio"]
+NOT_BUILT = [
+    "dwa_time_ratio",
+    "dwa_selflabel_share",
+    "sinkhorn_share",
+    "align_mlm_time_ratio",
+    "weam_time_ratio",
+]
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--json", help="write the flat ratio object here")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--dim", type=int, default=256)
@@ -65,8 +72,9 @@ def fairseq_args(arch: str, extra: List[str]):
     from fairseq import options
 
     parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, ["DATA", "--user-dir", os.path.join(REPO, "veco_plugin"),
-                                                "--arch", arch, *extra])
+    return options.parse_args_and_arch(
+        parser, ["DATA", "--user-dir", os.path.join(REPO, "veco_plugin"), "--arch", arch, *extra]
+    )
 
 
 class BenchTask:
@@ -91,9 +99,20 @@ def dictionary(size: int):
 
 
 def size_flags(a) -> List[str]:
-    return ["--encoder-layers", str(a.layers), "--encoder-embed-dim", str(a.dim),
-            "--encoder-ffn-embed-dim", str(a.ffn), "--encoder-attention-heads", str(a.heads),
-            "--dropout", "0.1", "--attention-dropout", "0.1"]
+    return [
+        "--encoder-layers",
+        str(a.layers),
+        "--encoder-embed-dim",
+        str(a.dim),
+        "--encoder-ffn-embed-dim",
+        str(a.ffn),
+        "--encoder-attention-heads",
+        str(a.heads),
+        "--dropout",
+        "0.1",
+        "--attention-dropout",
+        "0.1",
+    ]
 
 
 def pretraining_batches(d, a, rng) -> Dict:
@@ -104,8 +123,10 @@ def pretraining_batches(d, a, rng) -> Dict:
 
     batch = {}
     for kind, prob in (("mono", 0.15), ("bi", 0.25)):
-        lines = [torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, n), d.eos()))
-                 for n in rng.integers(a.min_len, a.max_len, 2 * a.pairs)]
+        lines = [
+            torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, n), d.eos()))
+            for n in rng.integers(a.min_len, a.max_len, 2 * a.pairs)
+        ]
         corpus = ListDataset(lines, np.array([len(t) for t in lines]))
         scheme = MaskingScheme(prob, d.index("<mask>"), d.pad(), d.nspecial, len(d))
         ds = VecoPairDataset.adjacent(corpus, name=kind, bos=d.bos(), max_len=512, scheme=scheme)
@@ -183,10 +204,16 @@ def pretraining(a) -> Dict[str, float]:
     task = BenchTask(d)
     batch = to_device(pretraining_batches(d, a, np.random.default_rng(a.seed)), a.device)
     torch.manual_seed(a.seed)
-    veco = models.ARCH_MODEL_REGISTRY["veco_base"].build_model(
-        fairseq_args("veco_base", size_flags(a)), task).to(a.device)
-    roberta = models.ARCH_MODEL_REGISTRY["roberta"].build_model(
-        fairseq_args("roberta", size_flags(a)), task).to(a.device)
+    veco = (
+        models.ARCH_MODEL_REGISTRY["veco_base"]
+        .build_model(fairseq_args("veco_base", size_flags(a)), task)
+        .to(a.device)
+    )
+    roberta = (
+        models.ARCH_MODEL_REGISTRY["roberta"]
+        .build_model(fairseq_args("roberta", size_flags(a)), task)
+        .to(a.device)
+    )
     from fairseq.criterions.masked_lm import MaskedLmConfig
 
     masked_lm = criterions.CRITERION_REGISTRY["masked_lm"](MaskedLmConfig(tpu=False), task)
@@ -194,8 +221,15 @@ def pretraining(a) -> Dict[str, float]:
     def mlm_loss(model):
         # fairseq's own masked_lm on the same sentences: every x and y its own sequence
         return sum(
-            masked_lm(model, {"net_input": {"src_tokens": b["pair_tokens"]}, "target": b["pair_target"],
-                              "ntokens": b["ntokens"], "nsentences": b["nsentences"]})[0]
+            masked_lm(
+                model,
+                {
+                    "net_input": {"src_tokens": b["pair_tokens"]},
+                    "target": b["pair_target"],
+                    "ntokens": b["ntokens"],
+                    "nsentences": b["nsentences"],
+                },
+            )[0]
             for b in batch.values()
         )
 
@@ -218,20 +252,28 @@ def pretraining(a) -> Dict[str, float]:
     variants = {
         "masked_lm": update(roberta, lambda: mlm_loss(roberta)),
         "ca_mlm": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, False, False))),
-        "ca_mlm_nostopgrad": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, True, False))),
-        "ca_mlm_tlm": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False))),
+        "ca_mlm_nostopgrad": update(
+            veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, True, False))
+        ),
+        "ca_mlm_tlm": update(
+            veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False))
+        ),
         "tlm": update(veco, objective(veco, TlmCriterion(task, False))),
     }
     veco.train()
     roberta.train()
     r = run_rounds(variants, a.rounds)
     base = r["masked_lm"]
-    print(f"\npre-training, {a.layers} layers x {a.dim} dim, {a.pairs} mono + {a.pairs} bi pairs, "
-          f"device {a.device}")
+    print(
+        f"\npre-training, {a.layers} layers x {a.dim} dim, {a.pairs} mono + {a.pairs} bi pairs, "
+        f"device {a.device}"
+    )
     print(f"{'objective':<22}{'s/update':>10}{'ratio':>8}{'peak MB':>10}{'ratio':>8}")
     for name, m in r.items():
-        print(f"{name:<22}{m['time']:>10.4f}{m['time'] / base['time']:>8.2f}"
-              f"{m['mem'] / 2**20:>10.1f}{m['mem'] / base['mem']:>8.2f}")
+        print(
+            f"{name:<22}{m['time']:>10.4f}{m['time'] / base['time']:>8.2f}"
+            f"{m['mem'] / 2**20:>10.1f}{m['mem'] / base['mem']:>8.2f}"
+        )
     saved = 1 - r["ca_mlm"]["time"] / r["ca_mlm_nostopgrad"]["time"]
     print(f"stop-gradient saves {100 * saved:.1f}% of a CA-MLM update's time")
     return {
@@ -256,21 +298,52 @@ def nmt(a) -> Dict[str, float]:
 
     d = dictionary(a.vocab)
     task = BenchTask(d)
-    shape = ["--encoder-layers", str(a.layers), "--decoder-layers", str(a.layers),
-             "--encoder-embed-dim", str(a.dim), "--decoder-embed-dim", str(a.dim),
-             "--encoder-ffn-embed-dim", str(a.ffn), "--decoder-ffn-embed-dim", str(a.ffn),
-             "--encoder-attention-heads", str(a.heads), "--decoder-attention-heads", str(a.heads),
-             "--dropout", "0.1", "--share-all-embeddings", "--max-source-positions", "512",
-             "--max-target-positions", "512"]
+    shape = [
+        "--encoder-layers",
+        str(a.layers),
+        "--decoder-layers",
+        str(a.layers),
+        "--encoder-embed-dim",
+        str(a.dim),
+        "--decoder-embed-dim",
+        str(a.dim),
+        "--encoder-ffn-embed-dim",
+        str(a.ffn),
+        "--decoder-ffn-embed-dim",
+        str(a.ffn),
+        "--encoder-attention-heads",
+        str(a.heads),
+        "--decoder-attention-heads",
+        str(a.heads),
+        "--dropout",
+        "0.1",
+        "--share-all-embeddings",
+        "--max-source-positions",
+        "512",
+        "--max-target-positions",
+        "512",
+    ]
     # fairseq's transformer with VECO's conventions: learned positions, layernorm_embedding,
     # no embedding scale, GELU, post-LN
-    same_shape = ["--encoder-learned-pos", "--decoder-learned-pos", "--layernorm-embedding",
-                  "--no-scale-embedding", "--activation-fn", "gelu"]
+    same_shape = [
+        "--encoder-learned-pos",
+        "--decoder-learned-pos",
+        "--layernorm-embedding",
+        "--no-scale-embedding",
+        "--activation-fn",
+        "gelu",
+    ]
     torch.manual_seed(a.seed)
-    ours = models.ARCH_MODEL_REGISTRY["veco_transformer_base"].build_model(
-        fairseq_args("veco_transformer_base", shape), task).to(a.device)
-    theirs = models.ARCH_MODEL_REGISTRY["transformer"].build_model(
-        fairseq_args("transformer", shape + same_shape), task).to(a.device)
+    ours = (
+        models.ARCH_MODEL_REGISTRY["veco_transformer_base"]
+        .build_model(fairseq_args("veco_transformer_base", shape), task)
+        .to(a.device)
+    )
+    theirs = (
+        models.ARCH_MODEL_REGISTRY["transformer"]
+        .build_model(fairseq_args("transformer", shape + same_shape), task)
+        .to(a.device)
+    )
     n_params = [sum(p.numel() for p in m.parameters()) for m in (ours, theirs)]
     assert n_params[0] == n_params[1], f"shapes differ: {n_params}"
     crit = criterions.CRITERION_REGISTRY["label_smoothed_cross_entropy"](task, False, 0.1)
@@ -280,11 +353,15 @@ def nmt(a) -> Dict[str, float]:
     rng = np.random.default_rng(a.seed)
 
     def sents(n):
-        return [torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, k), d.eos()))
-                for k in rng.integers(a.min_len, a.max_len, n)]
+        return [
+            torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, k), d.eos()))
+            for k in rng.integers(a.min_len, a.max_len, n)
+        ]
 
     src, tgt = sents(2 * a.pairs), sents(2 * a.pairs)
-    lp = LanguagePairDataset(src, np.array([len(s) for s in src]), d, tgt, np.array([len(t) for t in tgt]), d)
+    lp = LanguagePairDataset(
+        src, np.array([len(s) for s in src]), d, tgt, np.array([len(t) for t in tgt]), d
+    )
     sample = to_device(lp.collater([lp[i] for i in range(len(lp))]), a.device)
     beam_lp = lp.collater([lp[i] for i in range(a.beam_sentences)])
     beam_sample = to_device(beam_lp, a.device)
@@ -313,8 +390,15 @@ def nmt(a) -> Dict[str, float]:
 
         return step
 
-    r = run_rounds({"veco_train": train(ours), "fairseq_train": train(theirs),
-                    "veco_beam": beam(ours), "fairseq_beam": beam(theirs)}, a.rounds)
+    r = run_rounds(
+        {
+            "veco_train": train(ours),
+            "fairseq_train": train(theirs),
+            "veco_beam": beam(ours),
+            "fairseq_beam": beam(theirs),
+        },
+        a.rounds,
+    )
     ntok = int(sample["ntokens"])
     tps = {k: ntok / r[f"{k}_train"]["time"] for k in ("veco", "fairseq")}
     sps = {k: a.beam_sentences / r[f"{k}_beam"]["time"] for k in ("veco", "fairseq")}
@@ -322,8 +406,10 @@ def nmt(a) -> Dict[str, float]:
     print(f"{'model':<20}{'train tok/s':>12}{'beam sent/s':>13}")
     print(f"{'veco_transformer':<20}{tps['veco']:>12.0f}{sps['veco']:>13.2f}")
     print(f"{'fairseq transformer':<20}{tps['fairseq']:>12.0f}{sps['fairseq']:>13.2f}")
-    return {"nmt_train_tps_ratio": tps["veco"] / tps["fairseq"],
-            "nmt_beam_sps_ratio": sps["veco"] / sps["fairseq"]}
+    return {
+        "nmt_train_tps_ratio": tps["veco"] / tps["fairseq"],
+        "nmt_beam_sps_ratio": sps["veco"] / sps["fairseq"],
+    }
 
 
 def main(argv=None):
@@ -337,7 +423,12 @@ def main(argv=None):
     result.update({"nmt_train_tps_ratio": None, "nmt_beam_sps_ratio": None})
     if not a.skip_nmt:
         result.update(nmt(a))
-    print("\n" + "\n".join(f"{k:<30} {'null' if v is None else f'{v:.3f}'}" for k, v in sorted(result.items())))
+    print(
+        "\n"
+        + "\n".join(
+            f"{k:<30} {'null' if v is None else f'{v:.3f}'}" for k, v in sorted(result.items())
+        )
+    )
     if a.json:
         os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
         with open(a.json, "w") as f:

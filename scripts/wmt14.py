@@ -130,9 +130,7 @@ def corpora_for(pair: str) -> Tuple[List[Corpus], List[EvalSet], List[EvalSet]]:
             "training-parallel-europarl-v7.tgz",
             f"training/europarl-v7.{xx}-en",
         ),
-        Corpus(
-            "commoncrawl", "training-parallel-commoncrawl.tgz", f"commoncrawl.{xx}-en"
-        ),
+        Corpus("commoncrawl", "training-parallel-commoncrawl.tgz", f"commoncrawl.{xx}-en"),
         Corpus(
             "news-commentary-v9",
             "training-parallel-nc-v9.tgz",
@@ -376,9 +374,7 @@ def read_lines_strict(path: str, shown: str, keep_raw: bool = False) -> List[str
     return out
 
 
-def read_eval_set(
-    raw: RawDir, es: EvalSet, src: str, tgt: str
-) -> Tuple[List[str], List[str], str]:
+def read_eval_set(raw: RawDir, es: EvalSet, src: str, tgt: str) -> Tuple[List[str], List[str], str]:
     """(source lines, reference lines, description) of a dev/test set."""
     found = raw.resolve(es.archive, [es.src_sgm, es.ref_sgm], required=es.plain is None)
     if found[es.src_sgm] and found[es.ref_sgm]:
@@ -531,9 +527,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             ps, pt = found[ms], found[mt]
             assert ps and pt
             stats: Dict[str, int] = {"read": 0, "kept": 0}
-            pairs = read_parallel(
-                ps, pt, raw.name(ps), raw.name(pt), args.bad_utf8, stats
-            )
+            pairs = read_parallel(ps, pt, raw.name(ps), raw.name(pt), args.bad_utf8, stats)
             for chunk in _chunks(pairs, args.chunk_size):
                 stats["read"] += len(chunk)
                 enc_s = encode([a for a, _ in chunk], src)
@@ -548,9 +542,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
                     stats["kept"] += 1
             total_kept += stats["kept"]
             dropped = ", ".join(
-                f"{k} {v}"
-                for k, v in sorted(stats.items())
-                if k not in ("read", "kept")
+                f"{k} {v}" for k, v in sorted(stats.items()) if k not in ("read", "kept")
             )
             kept = f"kept {stats['kept']} of {stats['read']} pairs"
             if dropped:
@@ -609,16 +601,12 @@ def read_hypotheses(path: str, expected: int) -> List[str]:
                 continue
             idx = int(m.group(1))
             if idx in hyps:
-                raise PipelineError(
-                    f"{path}: two hypotheses for sentence {idx} " "(use --nbest 1)"
-                )
+                raise PipelineError(f"{path}: two hypotheses for sentence {idx} " "(use --nbest 1)")
             hyps[idx] = m.group(3)
     missing_ids = sorted(set(range(expected)) - set(hyps))
     extra = sorted(set(hyps) - set(range(expected)))
     if missing_ids or extra or len(hyps) != expected:
-        head = ", ".join(map(str, missing_ids[:5])) + (
-            " ..." if len(missing_ids) > 5 else ""
-        )
+        head = ", ".join(map(str, missing_ids[:5])) + (" ..." if len(missing_ids) > 5 else "")
         raise PipelineError(
             f"fairseq-generate wrote {len(hyps)} hypotheses for {expected} source "
             f"sentences ({path}; missing ids: {head or 'none'}; unexpected: "
@@ -636,9 +624,7 @@ def decode_subwords(
     ``@@ `` and Moses-detokenizing for ``lang``."""
     if subword == "sentencepiece":
         if not spm_model or not os.path.isfile(spm_model):
-            raise PipelineError(
-                f"sentencepiece model {spm_model} not found (--spm-model)"
-            )
+            raise PipelineError(f"sentencepiece model {spm_model} not found (--spm-model)")
         import sentencepiece as spm
 
         sp = spm.SentencePieceProcessor()
@@ -673,8 +659,7 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
         n_src = len(read_lines_strict(args.raw_src, args.raw_src))
         if n_src != expected:
             raise PipelineError(
-                f"{args.raw_src} has {n_src} lines but {args.raw_ref} "
-                f"has {expected}"
+                f"{args.raw_src} has {n_src} lines but {args.raw_ref} " f"has {expected}"
             )
     pieces = read_hypotheses(args.generate_output, expected)
     hyps = decode_subwords(pieces, args.spm_model, args.subword, args.tgt)
@@ -685,9 +670,7 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
     detok = BLEU()
     d = detok.corpus_score(hyps, [refs])
     tok = BLEU(tokenize="none", force=True)
-    t = tok.corpus_score(
-        moses_tokenized(hyps, args.tgt), [moses_tokenized(refs, args.tgt)]
-    )
+    t = tok.corpus_score(moses_tokenized(hyps, args.tgt), [moses_tokenized(refs, args.tgt)])
     result = {
         "sentences": expected,
         "hypotheses": args.hyp_out,
@@ -700,8 +683,7 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
         "tokenized_bleu": {
             "score": t.score,
             "signature": str(tok.get_signature()),
-            "tokenizer": f"sacremoses -l {args.tgt} + compound splitting "
-            "(##AT##-##AT##)",
+            "tokenizer": f"sacremoses -l {args.tgt} + compound splitting " "(##AT##-##AT##)",
             "text": t.format(),
         },
     }
@@ -730,19 +712,13 @@ def get_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("missing", help="list archives not present in --raw-dir")
-    m.add_argument(
-        "--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"]
-    )
+    m.add_argument("--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"])
     m.add_argument("--raw-dir", required=True)
 
     p = sub.add_parser("prepare", help="extract, clean and subword-encode")
-    p.add_argument(
-        "--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"]
-    )
+    p.add_argument("--pair", required=True, choices=["en-de", "de-en", "en-fr", "fr-en"])
     p.add_argument("--raw-dir", required=True)
-    p.add_argument(
-        "--work-dir", required=True, help="subword text for fairseq-preprocess"
-    )
+    p.add_argument("--work-dir", required=True, help="subword text for fairseq-preprocess")
     p.add_argument("--dest-dir", required=True, help="gets {valid,test}.raw.<lang>")
     enc = p.add_mutually_exclusive_group(required=True)
     enc.add_argument("--spm-model")
@@ -761,9 +737,7 @@ def get_parser() -> argparse.ArgumentParser:
     s.add_argument("--raw-src")
     s.add_argument("--tgt", required=True)
     s.add_argument("--spm-model")
-    s.add_argument(
-        "--subword", choices=["sentencepiece", "fastbpe"], default="sentencepiece"
-    )
+    s.add_argument("--subword", choices=["sentencepiece", "fastbpe"], default="sentencepiece")
     s.add_argument("--hyp-out", required=True)
     s.add_argument("--json")
     s.add_argument("--checkpoint")

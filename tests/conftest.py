@@ -17,7 +17,8 @@ def fairseq_cmd(name: str) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _import_plugin():
-    from fairseq import utils
     from argparse import Namespace
+
+    from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=USER_DIR))

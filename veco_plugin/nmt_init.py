@@ -196,9 +196,7 @@ def init_nmt_state(
     enc_layers = count_layers(fresh, "encoder.layers")
     dec_layers = count_layers(fresh, "decoder.layers")
     if f"{SOURCE}.embed_tokens.weight" not in pretrained:
-        raise NmtInitError(
-            f"no {SOURCE}.embed_tokens.weight: not a veco/XLM-R/RoBERTa state dict"
-        )
+        raise NmtInitError(f"no {SOURCE}.embed_tokens.weight: not a veco/XLM-R/RoBERTa state dict")
     if src_layers != enc_layers:
         raise NmtInitError(
             f"the checkpoint has {src_layers} layers but the model's encoder {enc_layers}: "
@@ -211,9 +209,7 @@ def init_nmt_state(
         )
     bad = [i for i in decoder_source_layers if not 0 <= i < src_layers]
     if bad:
-        raise NmtInitError(
-            f"decoder source layer {bad[0]} out of range (0-{src_layers - 1})"
-        )
+        raise NmtInitError(f"decoder source layer {bad[0]} out of range (0-{src_layers - 1})")
     kind = source_kind(pretrained)
     modules = nmt_module_map(enc_layers, decoder_source_layers)
     cross_targets = {t for t, _ in CROSS_MODULES}

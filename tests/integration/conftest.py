@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from runner import REPO, run
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
@@ -19,8 +18,10 @@ FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 def _text_dir(tmp: str) -> str:
     if glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo"):
         out = os.path.join(tmp, "gettext")
-        run("veco-gettext-corpus", ["--tgt-lang", "de", "--output", out, "--valid-size", "300",
-                                    "--test-size", "300"])
+        run(
+            "veco-gettext-corpus",
+            ["--tgt-lang", "de", "--output", out, "--valid-size", "300", "--test-size", "300"],
+        )
         return out
     return FIXTURE_TEXT
 
@@ -31,9 +32,22 @@ def pretrain_data(tmp_path_factory) -> str:
     tmp = str(tmp_path_factory.mktemp("pretrain"))
     data = os.path.join(tmp, "data")
     subprocess.run(
-        ["bash", os.path.join(REPO, "scripts", "prepare-pretraining-data.sh"), "--text",
-         _text_dir(tmp), "--out", data, "--vocab-size", "2000"],
-        check=True, capture_output=True, env=dict(os.environ, PYTHON=sys.executable,
-                                                  PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]),
+        [
+            "bash",
+            os.path.join(REPO, "scripts", "prepare-pretraining-data.sh"),
+            "--text",
+            _text_dir(tmp),
+            "--out",
+            data,
+            "--vocab-size",
+            "2000",
+        ],
+        check=True,
+        capture_output=True,
+        env=dict(
+            os.environ,
+            PYTHON=sys.executable,
+            PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+        ),
     )
     return data

@@ -23,10 +23,15 @@ def run(script: str, args: List[str], check: bool = True, **kw) -> subprocess.Co
     """Run ``BIN/script args``; on failure raise with the tail of its output."""
     proc = subprocess.run(
         [os.path.join(BIN, script)] + [str(a) for a in args],
-        capture_output=True, text=True, env=kw.pop("env", env()), **kw,
+        capture_output=True,
+        text=True,
+        env=kw.pop("env", env()),
+        **kw,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc
 
 
@@ -42,7 +47,12 @@ def json_logs(output: str, tag: str = "train_inner") -> List[Dict]:
         except json.JSONDecodeError:
             continue
         # epoch summaries prefix their keys with the tag ("train_loss"): drop it
-        records.append({k[len(tag) + 1:] if k.startswith(tag + "_") else k: _num(v) for k, v in record.items()})
+        records.append(
+            {
+                k[len(tag) + 1 :] if k.startswith(tag + "_") else k: _num(v)
+                for k, v in record.items()
+            }
+        )
     return records
 
 
@@ -55,12 +65,52 @@ def _num(v):
 
 def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra) -> List[str]:
     return [
-        data, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--mono-langs", "en,de",
-        "--bi-pairs", "en-de", "--arch", "veco_tiny", "--criterion", criterion, "--cpu",
-        "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "2e-3",
-        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "20", "--max-tokens", "600",
-        "--max-mono-positions", "48", "--max-bi-positions", "48", "--max-update", str(updates),
-        "--save-dir", save_dir, "--no-epoch-checkpoints", "--log-format", "json",
-        "--log-interval", "25", "--seed", "1", "--num-workers", "0", "--save-interval-updates",
-        str(updates), "--validate-interval-updates", str(updates), *extra,
+        data,
+        "--user-dir",
+        USER_DIR,
+        "--task",
+        "veco_pretraining",
+        "--mono-langs",
+        "en,de",
+        "--bi-pairs",
+        "en-de",
+        "--arch",
+        "veco_tiny",
+        "--criterion",
+        criterion,
+        "--cpu",
+        "--optimizer",
+        "adam",
+        "--adam-betas",
+        "(0.9,0.98)",
+        "--lr",
+        "2e-3",
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        "20",
+        "--max-tokens",
+        "600",
+        "--max-mono-positions",
+        "48",
+        "--max-bi-positions",
+        "48",
+        "--max-update",
+        str(updates),
+        "--save-dir",
+        save_dir,
+        "--no-epoch-checkpoints",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "25",
+        "--seed",
+        "1",
+        "--num-workers",
+        "0",
+        "--save-interval-updates",
+        str(updates),
+        "--validate-interval-updates",
+        str(updates),
+        *extra,
     ]

@@ -32,9 +32,25 @@ def test_misaligned_bilingual_sides_name_the_carriage_return(pretrain_data, tmp_
     lines[3] = lines[3].replace(" ", " \r", 1)  # a stray carriage return inside a line
     (text / "train.spm.en").write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
     shutil.rmtree(data / "bi" / "en-de")
-    run("fairseq-preprocess", ["-s", "en", "-t", "de", "--srcdict", data / "dict.txt", "--tgtdict",
-                               data / "dict.txt", "--trainpref", text / "train.spm", "--validpref",
-                               text / "valid.spm", "--destdir", data / "bi" / "en-de"])
+    run(
+        "fairseq-preprocess",
+        [
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--srcdict",
+            data / "dict.txt",
+            "--tgtdict",
+            data / "dict.txt",
+            "--trainpref",
+            text / "train.spm",
+            "--validpref",
+            text / "valid.spm",
+            "--destdir",
+            data / "bi" / "en-de",
+        ],
+    )
     proc = run("fairseq-train", pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2), check=False)
     line = _last_error_line(proc.stderr)
     assert proc.returncode != 0 and "train.en-de" in line and "carriage return" in line
@@ -59,9 +75,20 @@ def test_long_and_empty_lines_in_training_and_validation(pretrain_data, tmp_path
     valid[1] = ""  # empty
     (text / "valid.spm.de").write_text("\n".join(valid) + "\n", encoding="utf-8")
     shutil.rmtree(data / "mono" / "de")
-    run("fairseq-preprocess", ["--only-source", "--srcdict", data / "dict.txt", "--trainpref",
-                               text / "mono.spm.de", "--validpref", text / "valid.spm.de",
-                               "--destdir", data / "mono" / "de"])
+    run(
+        "fairseq-preprocess",
+        [
+            "--only-source",
+            "--srcdict",
+            data / "dict.txt",
+            "--trainpref",
+            text / "mono.spm.de",
+            "--validpref",
+            text / "valid.spm.de",
+            "--destdir",
+            data / "mono" / "de",
+        ],
+    )
     out = run("fairseq-train", pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 4)).stdout
     assert "mono/de/valid: skipping 1 of" in out and "mono/de/valid: truncating" in out
     assert json_logs(out, "valid"), "validation must run through"

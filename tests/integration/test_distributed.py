@@ -14,26 +14,60 @@ def _free_port() -> int:
 
 
 def _args(data, save, *extra):
-    return pretrain_args(data, save, "ca_mlm", 6, "--log-interval", "1", "--dropout", "0",
-                         "--attention-dropout", "0", "--disable-validation", *extra)
+    return pretrain_args(
+        data,
+        save,
+        "ca_mlm",
+        6,
+        "--log-interval",
+        "1",
+        "--dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--disable-validation",
+        *extra,
+    )
 
 
 def test_two_ranks_match_one_process(pretrain_data, tmp_path):
     single = subprocess.run(
-        [os.path.join(BIN, "fairseq-train"), *_args(pretrain_data, tmp_path / "one", "--update-freq", "2")],
-        capture_output=True, text=True, env=env(), timeout=300,
+        [
+            os.path.join(BIN, "fairseq-train"),
+            *_args(pretrain_data, tmp_path / "one", "--update-freq", "2"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=300,
     )
     assert single.returncode == 0, single.stderr[-3000:]
 
     port = _free_port()
     ranks = [
         subprocess.Popen(
-            [os.path.join(BIN, "fairseq-train"), *_args(
-                pretrain_data, tmp_path / "two", "--distributed-world-size", "2",
-                "--distributed-rank", str(rank), "--distributed-backend", "gloo",
-                "--ddp-backend", "legacy_ddp", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
-                "--distributed-no-spawn")],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(),
+            [
+                os.path.join(BIN, "fairseq-train"),
+                *_args(
+                    pretrain_data,
+                    tmp_path / "two",
+                    "--distributed-world-size",
+                    "2",
+                    "--distributed-rank",
+                    str(rank),
+                    "--distributed-backend",
+                    "gloo",
+                    "--ddp-backend",
+                    "legacy_ddp",
+                    "--distributed-init-method",
+                    f"tcp://127.0.0.1:{port}",
+                    "--distributed-no-spawn",
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env(),
         )
         for rank in range(2)
     ]

@@ -144,9 +144,7 @@ def test_prepare_binarizes_every_valid_and_test_sentence(wmt):
     expected = {"valid": de.n_valid, "test": N_TEST}
     for split, n in expected.items():
         for lang in ("en", "de"):
-            ds = data_utils.load_indexed_dataset(
-                os.path.join(data, f"{split}.en-de.{lang}"), None
-            )
+            ds = data_utils.load_indexed_dataset(os.path.join(data, f"{split}.en-de.{lang}"), None)
             assert len(ds) == n, (split, lang)
     # training pairs: cleaned, so at most the fixture's, and most of them survive
     n_train = n_lines(os.path.join(wmt["out"], "tmp", "train.en"))
@@ -168,9 +166,7 @@ def test_prepare_keeps_raw_references_in_order(wmt):
 
 def test_prepare_en_fr_reads_un_and_giga(wmt):
     out = os.path.join(wmt["root"], "en_fr")
-    proc = run(
-        prepare_cmd(wmt["raw"], out, wmt["spm"], wmt["dict"], "prepare-wmt14en2fr.sh")
-    )
+    proc = run(prepare_cmd(wmt["raw"], out, wmt["spm"], wmt["dict"], "prepare-wmt14en2fr.sh"))
     fr = wmt["fx"].langs["fr"]
     log = proc.stderr
     assert "train: un: kept" in log and "train: giga-fren: kept" in log
@@ -285,9 +281,7 @@ def test_prepare_with_fastbpe_codes(wmt, tmp_path):
 def test_prepare_help_and_unknown_flag():
     proc = run(["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--help"])
     assert "--spm-model" in proc.stdout and "--raw-dir" in proc.stdout
-    proc = run(
-        ["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--bogus"], check=False
-    )
+    proc = run(["bash", os.path.join(SCRIPTS, "prepare-wmt14en2de.sh"), "--bogus"], check=False)
     assert proc.returncode != 0 and "unknown flag --bogus" in last_line(proc)
 
 
@@ -296,9 +290,7 @@ def test_prepare_help_and_unknown_flag():
 
 def test_missing_spm_model_is_one_line_error(wmt, tmp_path):
     missing = str(tmp_path / "nope.model")
-    proc = run(
-        prepare_cmd(wmt["raw"], str(tmp_path), missing, wmt["dict"]), check=False
-    )
+    proc = run(prepare_cmd(wmt["raw"], str(tmp_path), missing, wmt["dict"]), check=False)
     assert proc.returncode != 0
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert "sentencepiece model" in proc.stderr and missing in proc.stderr
@@ -307,9 +299,7 @@ def test_missing_spm_model_is_one_line_error(wmt, tmp_path):
 @pytest.fixture
 def extracted_raw(tmp_path):
     raw = str(tmp_path / "raw")
-    wmt_fixture.build_wmt14_raw(
-        raw, langs=("de",), n_train=300, n_test=N_TEST, extracted=True
-    )
+    wmt_fixture.build_wmt14_raw(raw, langs=("de",), n_train=300, n_test=N_TEST, extracted=True)
     return raw
 
 
@@ -373,9 +363,7 @@ def test_evaluate_averages_translates_every_sentence_and_scores(wmt, tmp_path):
     proc = _evaluate(wmt, out, "--", "--cpu")
     assert proc.returncode == 0, proc.stderr[-4000:]
     # fewer than the 10 asked for exist (every 10 updates, not at an epoch end)
-    n_ckpt = len(
-        [n for n in os.listdir(wmt["ckpt"]) if re.match(r"checkpoint_\d+_\d+", n)]
-    )
+    n_ckpt = len([n for n in os.listdir(wmt["ckpt"]) if re.match(r"checkpoint_\d+_\d+", n)])
     assert 2 <= n_ckpt < 10
     assert f"asked for 10 update checkpoints but found only {n_ckpt}" in proc.stderr
     assert os.path.isfile(os.path.join(out, "averaged.pt"))
@@ -459,9 +447,9 @@ def test_compound_splitting_convention():
         "Das ist gut ##AT##-##AT## gemacht ."
     ]
     # fastBPE hypotheses: joints removed, Moses-detokenized
-    assert wmt14.decode_subwords(
-        ["Das ist ein Te@@ st , oder ?"], None, "fastbpe", "de"
-    ) == ["Das ist ein Test, oder?"]
+    assert wmt14.decode_subwords(["Das ist ein Te@@ st , oder ?"], None, "fastbpe", "de") == [
+        "Das ist ein Test, oder?"
+    ]
 
 
 # ----------------------------------------------------------------------------- finetune
@@ -500,9 +488,7 @@ def test_finetune_update_freq_and_paper_defaults(tmp_path):
             "no_c10d",
         ]
     )
-    assert (
-        "--lr 2e-4" in proc.stdout and "--update-freq 88" in proc.stdout
-    )  # 262144/3000
+    assert "--lr 2e-4" in proc.stdout and "--update-freq 88" in proc.stdout  # 262144/3000
     assert proc.stdout.rstrip().endswith("--ddp-backend no_c10d")
     # an interrupted run resumes from its own last checkpoint, without resets
     os.makedirs(save)

@@ -57,8 +57,7 @@ def bash(script, *args):
         env=env(PYTHON=sys.executable),
     )
     assert proc.returncode == 0, (
-        f"{script} failed ({proc.returncode}):\n"
-        f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        f"{script} failed ({proc.returncode}):\n" f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     )
     return proc
 
@@ -170,9 +169,7 @@ def test_finetuning_from_veco_lowers_validation_loss(e2e):
     assert first["num_updates"] <= INTERVAL
     assert last["num_updates"] == FINETUNE_UPDATES
     assert all(math.isfinite(v["loss"]) for v in valid)
-    assert last["loss"] < first["loss"] - 0.2, [
-        (v["num_updates"], v["loss"]) for v in valid
-    ]
+    assert last["loss"] < first["loss"] - 0.2, [(v["num_updates"], v["loss"]) for v in valid]
 
 
 def test_evaluate_averages_translates_every_sentence_and_scores(e2e):

@@ -1,32 +1,81 @@
 """Start VECO from a fairseq RoBERTa checkpoint: cross-attention first, then everything."""
 
 import torch
-
 from runner import USER_DIR, pretrain_args, run
+
 from veco_plugin.trusted_load import load_trusted
 
-TINY = ["--encoder-layers", "2", "--encoder-embed-dim", "64", "--encoder-ffn-embed-dim", "256",
-        "--encoder-attention-heads", "4", "--max-positions", "128"]
+TINY = [
+    "--encoder-layers",
+    "2",
+    "--encoder-embed-dim",
+    "64",
+    "--encoder-ffn-embed-dim",
+    "256",
+    "--encoder-attention-heads",
+    "4",
+    "--max-positions",
+    "128",
+]
 
 
 def roberta_checkpoint(data_dir, save_dir) -> str:
     """A tiny RoBERTa that fairseq's own masked_lm task trains for 3 updates."""
-    run("fairseq-train", [
-        data_dir, "--user-dir", USER_DIR, "--task", "masked_lm", "--arch", "roberta", *TINY,
-        "--criterion", "masked_lm", "--tokens-per-sample", "64", "--optimizer", "adam", "--lr",
-        "1e-3", "--max-update", "3", "--max-tokens", "512", "--cpu", "--save-dir", save_dir,
-        "--no-epoch-checkpoints", "--disable-validation", "--num-workers", "0",
-    ])
+    run(
+        "fairseq-train",
+        [
+            data_dir,
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "masked_lm",
+            "--arch",
+            "roberta",
+            *TINY,
+            "--criterion",
+            "masked_lm",
+            "--tokens-per-sample",
+            "64",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "1e-3",
+            "--max-update",
+            "3",
+            "--max-tokens",
+            "512",
+            "--cpu",
+            "--save-dir",
+            save_dir,
+            "--no-epoch-checkpoints",
+            "--disable-validation",
+            "--num-workers",
+            "0",
+        ],
+    )
     return f"{save_dir}/checkpoint_last.pt"
 
 
 def test_initialize_from_roberta_then_cross_attention_only_schedule(pretrain_data, tmp_path):
     xlmr = roberta_checkpoint(f"{pretrain_data}/mono/en", tmp_path / "roberta")
     save = tmp_path / "veco"
-    out = run("fairseq-train", pretrain_args(
-        pretrain_data, save, "ca_mlm", 8, "--pretrained-xlmr", xlmr,
-        "--cross-attention-only-updates", "4", "--save-interval-updates", "4",
-        "--disable-validation", *TINY)).stdout
+    out = run(
+        "fairseq-train",
+        pretrain_args(
+            pretrain_data,
+            save,
+            "ca_mlm",
+            8,
+            "--pretrained-xlmr",
+            xlmr,
+            "--cross-attention-only-updates",
+            "4",
+            "--save-interval-updates",
+            "4",
+            "--disable-validation",
+            *TINY,
+        ),
+    ).stdout
     assert "start random (cross-attention)" in out
     ref = load_trusted(xlmr)["model"]
     at4 = load_trusted(save / "checkpoint_1_4.pt")["model"]
@@ -46,10 +95,25 @@ def test_dictionary_mismatch_with_checkpoint_is_one_line(pretrain_data, tmp_path
     small.mkdir()
     words = open(f"{pretrain_data}/dict.txt", encoding="utf-8").read().splitlines()[:300]
     (small / "dict.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
-    run("fairseq-preprocess", ["--only-source", "--srcdict", small / "dict.txt", "--trainpref",
-                               f"{pretrain_data}/text/valid.spm.en", "--destdir", small])
+    run(
+        "fairseq-preprocess",
+        [
+            "--only-source",
+            "--srcdict",
+            small / "dict.txt",
+            "--trainpref",
+            f"{pretrain_data}/text/valid.spm.en",
+            "--destdir",
+            small,
+        ],
+    )
     xlmr = roberta_checkpoint(str(small), tmp_path / "roberta")
-    proc = run("fairseq-train", pretrain_args(pretrain_data, tmp_path / "veco", "ca_mlm", 2,
-                                              "--pretrained-xlmr", xlmr, *TINY), check=False)
+    proc = run(
+        "fairseq-train",
+        pretrain_args(
+            pretrain_data, tmp_path / "veco", "ca_mlm", 2, "--pretrained-xlmr", xlmr, *TINY
+        ),
+        check=False,
+    )
     assert proc.returncode != 0
     assert "--pretrained-xlmr" in proc.stderr and "fairseq-preprocess --srcdict" in proc.stderr

@@ -48,9 +48,7 @@ def read_gettext_pairs(lang: str, locale_dir: str = LOCALE_DIR) -> List[Pair]:
     (first catalog in sorted order wins), returned sorted by English text.
     """
     pairs: Dict[str, str] = {}
-    for path in sorted(
-        glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))
-    ):
+    for path in sorted(glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))):
         try:
             with open(path, "rb") as f:
                 catalog = gettext.GNUTranslations(f)._catalog
@@ -69,10 +67,7 @@ def read_gettext_pairs(lang: str, locale_dir: str = LOCALE_DIR) -> List[Pair]:
 
 
 def have_catalogs(langs: Sequence[str] = ("de",), locale_dir: str = LOCALE_DIR) -> bool:
-    return all(
-        glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo"))
-        for lang in langs
-    )
+    return all(glob.glob(os.path.join(locale_dir, lang, "LC_MESSAGES", "*.mo")) for lang in langs)
 
 
 @dataclass

@@ -159,9 +159,7 @@ def test_upper_bound_and_explicit_files(runs):
         "checkpoint_1_2.pt",
         "checkpoint_1_4.pt",
     ]
-    files = [
-        os.path.join(runs["base"], n) for n in ("checkpoint1.pt", "checkpoint2.pt")
-    ]
+    files = [os.path.join(runs["base"], n) for n in ("checkpoint1.pt", "checkpoint2.pt")]
     assert avg.resolve_inputs(_args("--inputs", *files, "--output", "x")) == files
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 from fairseq.data import ListDataset
-
 from toy import toy_dictionary
+
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
 
@@ -47,7 +47,9 @@ def test_special_tokens_and_mask_never_masked_and_at_least_one():
 
 
 def _corpus(d, lengths):
-    lines = [torch.tensor([d.index(f"w{i % 40}")] * (n - 1) + [d.eos()]) for i, n in enumerate(lengths)]
+    lines = [
+        torch.tensor([d.index(f"w{i % 40}")] * (n - 1) + [d.eos()]) for i, n in enumerate(lengths)
+    ]
     return ListDataset(lines, np.array(lengths))
 
 
@@ -72,7 +74,11 @@ def test_collater_layout():
     d = toy_dictionary()
     corpus = _corpus(d, [4, 6, 5, 3])
     ds = VecoPairDataset.parallel(
-        corpus, _corpus(d, [3, 3, 8, 2]), name="bi", bos=d.bos(), max_len=16,
+        corpus,
+        _corpus(d, [3, 3, 8, 2]),
+        name="bi",
+        bos=d.bos(),
+        max_len=16,
         scheme=_scheme(d, 0.25),
     )
     batch = ds.collater([ds[i] for i in range(len(ds))])

@@ -45,6 +45,8 @@ if __name__ == "__main__":
     directory = parser.parse_args().write_expected
     from fairseq import utils
 
-    utils.import_user_module(argparse.Namespace(user_dir=os.path.join(HERE, "..", "..", "veco_plugin")))
+    utils.import_user_module(
+        argparse.Namespace(user_dir=os.path.join(HERE, "..", "..", "veco_plugin"))
+    )
     torch.save(_streams(*_load(directory)), os.path.join(directory, "expected.pt"))
     sys.exit(0)

@@ -27,10 +27,7 @@ SYSTEM_ARGS = [
     "200",
 ]
 
-HEADER = (
-    "Content-Type: text/plain; charset=UTF-8\n"
-    "Plural-Forms: nplurals=2; plural=(n != 1);\n"
-)
+HEADER = "Content-Type: text/plain; charset=UTF-8\n" "Plural-Forms: nplurals=2; plural=(n != 1);\n"
 
 
 def write_mo(path: Path, entries: Dict[str, str]) -> None:
@@ -58,9 +55,7 @@ def read_lines(path: Path) -> List[str]:
     text = raw.decode("utf-8")
     assert text.endswith("\n") or text == "", path
     lines = text.split("\n")[:-1]
-    assert all(
-        line.strip() == line and line for line in lines
-    ), f"empty/padded line in {path}"
+    assert all(line.strip() == line and line for line in lines), f"empty/padded line in {path}"
     return lines
 
 
@@ -93,9 +88,7 @@ def test_system_files_are_aligned_and_clean(system_corpus):
     # Whole catalogs only: near, not at, the targets (100 and 200).
     assert 50 <= report["splits"]["valid"]["pairs"] <= 200
     assert 100 <= report["splits"]["test"]["pairs"] <= 400
-    assert read_lines(system_corpus / "mono.de") == read_lines(
-        system_corpus / "train.de"
-    )
+    assert read_lines(system_corpus / "mono.de") == read_lines(system_corpus / "train.de")
     mono_en, train_en = read_lines(system_corpus / "mono.en"), read_lines(
         system_corpus / "train.en"
     )
@@ -109,12 +102,8 @@ def test_system_splits_are_disjoint_by_catalog(system_corpus):
     assert not used["train"] & used["valid"]
     assert not used["train"] & used["test"]
     assert not used["valid"] & used["test"]
-    first20 = sorted(
-        p.stem for p in (SYSTEM_LOCALE / "de" / "LC_MESSAGES").glob("*.mo")
-    )[:20]
-    assert used["train"] | used["valid"] | used["test"] | set(report["skipped"]) == set(
-        first20
-    )
+    first20 = sorted(p.stem for p in (SYSTEM_LOCALE / "de" / "LC_MESSAGES").glob("*.mo"))[:20]
+    assert used["train"] | used["valid"] | used["test"] | set(report["skipped"]) == set(first20)
 
     # Every test pair really comes out of one of the test catalogs.
     cfg = gc.CorpusConfig(tgt_lang="de", output=system_corpus)
@@ -285,16 +274,10 @@ def test_clean_pair(msgid, msgstr, pair, reason):
 
 
 def test_clean_pair_length_flags():
-    cfg = gc.CorpusConfig(
-        tgt_lang="de", output=Path("unused"), max_words=4, min_words=3
-    )
+    cfg = gc.CorpusConfig(tgt_lang="de", output=Path("unused"), max_words=4, min_words=3)
     assert gc.clean_pair("one two", "eins zwei", cfg)[1] == "too_short"
-    assert (
-        gc.clean_pair("one two three four five", "eins zwei drei", cfg)[1] == "too_long"
-    )
-    assert (
-        gc.clean_pair("one two three", "eins zwei drei vier fünf", cfg)[1] == "too_long"
-    )
+    assert gc.clean_pair("one two three four five", "eins zwei drei", cfg)[1] == "too_long"
+    assert gc.clean_pair("one two three", "eins zwei drei vier fünf", cfg)[1] == "too_long"
     assert gc.clean_pair("one two three", "eins zwei drei", cfg)[1] is None
 
 
@@ -308,9 +291,7 @@ SHARED_EN = (
 )  # per catalog differs
 
 
-def make_locale(
-    root: Path, names=("alpha", "beta", "gamma", "delta", "eps", "zeta")
-) -> None:
+def make_locale(root: Path, names=("alpha", "beta", "gamma", "delta", "eps", "zeta")) -> None:
     for name in names:
         entries = {
             f"Message number {i} of the {name} program": (
@@ -355,9 +336,7 @@ def test_splits_and_dedupe_on_hand_made_catalogs(tmp_path, capsys):
 
     report = json.loads((out / "catalogs.json").read_text(encoding="utf-8"))
     cats = {s: set(report["splits"][s]["catalogs"]) for s in gc.SPLITS}
-    assert (
-        len(cats["test"]) == 1 and len(cats["valid"]) == 1 and len(cats["train"]) == 4
-    )
+    assert len(cats["test"]) == 1 and len(cats["valid"]) == 1 and len(cats["train"]) == 4
     assert report["dropped"]["untranslated"] == 6  # "Identical text here", per catalog
 
     splits = {s: load_split(out, s) for s in gc.SPLITS}

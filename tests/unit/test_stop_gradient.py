@@ -4,8 +4,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from fairseq.data import ListDataset
-
 from toy import ToyTask, build, toy_dictionary
+
 from veco_plugin.criterions.ca_mlm import CaMlmCriterion
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
@@ -15,7 +15,9 @@ from veco_plugin.models.veco import swap_halves
 def _batch(d, n_pairs=6, seed=0):
     rng = np.random.default_rng(seed)
     lines = [
-        torch.from_numpy(np.append(rng.integers(d.nspecial, len(d) - 1, rng.integers(4, 12)), d.eos()))
+        torch.from_numpy(
+            np.append(rng.integers(d.nspecial, len(d) - 1, rng.integers(4, 12)), d.eos())
+        )
         for _ in range(n_pairs)
     ]
     corpus = ListDataset(lines, np.array([len(t) for t in lines]))

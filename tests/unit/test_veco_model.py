@@ -1,7 +1,6 @@
 """The veco model: shapes, plug-out == fairseq roberta, plug-in == eqs. (6)-(9)."""
 
 import torch
-
 from toy import build, random_tokens, toy_dictionary
 
 
@@ -25,8 +24,13 @@ def test_plug_out_equals_fairseq_roberta():
     d = toy_dictionary()
     veco = build("veco_tiny", d, seed=1).eval()
     roberta = build(
-        "roberta", d, seed=2, encoder_layers=2, encoder_embed_dim=64,
-        encoder_ffn_embed_dim=256, encoder_attention_heads=4,
+        "roberta",
+        d,
+        seed=2,
+        encoder_layers=2,
+        encoder_embed_dim=64,
+        encoder_ffn_embed_dim=256,
+        encoder_attention_heads=4,
     ).eval()
     state = {k: v for k, v in veco.state_dict().items() if ".cross_attn" not in k}
     roberta.load_state_dict(state, strict=True)

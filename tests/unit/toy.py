@@ -28,9 +28,7 @@ class ToyTask:
 
 def model_args(arch: str, model: str = "veco", **overrides) -> argparse.Namespace:
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(
-        parser, ["DATA", "--arch", arch, "--task", "masked_lm"]
-    )
+    args = options.parse_args_and_arch(parser, ["DATA", "--arch", arch, "--task", "masked_lm"])
     args.max_positions = 64
     args.dropout = args.attention_dropout = 0.0
     for k, v in overrides.items():
@@ -55,5 +53,3 @@ def random_tokens(dictionary, batch: int, length: int, seed: int = 0, pad_tail: 
         t[1::2, -pad_tail - 1] = dictionary.eos()
         t[1::2, -pad_tail:] = dictionary.pad()
     return t
-
-

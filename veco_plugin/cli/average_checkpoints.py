@@ -152,9 +152,7 @@ def check_compatible(states: Sequence[Dict[str, Any]], paths: Sequence[str]) -> 
                 )
 
 
-def average_states(
-    states: Sequence[Dict[str, Any]], paths: Sequence[str]
-) -> Dict[str, Any]:
+def average_states(states: Sequence[Dict[str, Any]], paths: Sequence[str]) -> Dict[str, Any]:
     """A new checkpoint: averaged ``model``, everything else from the newest input."""
     if not states:
         raise AverageError("no checkpoints to average")
@@ -196,9 +194,7 @@ def load_states(paths: Sequence[str]) -> List[Dict[str, Any]]:
 
 def resolve_inputs(args: argparse.Namespace) -> List[str]:
     if args.num_update_checkpoints and args.num_epoch_checkpoints:
-        raise AverageError(
-            "give --num-update-checkpoints or --num-epoch-checkpoints, not both"
-        )
+        raise AverageError("give --num-update-checkpoints or --num-epoch-checkpoints, not both")
     num = args.num_update_checkpoints or args.num_epoch_checkpoints
     if num:
         if len(args.inputs) != 1 or not os.path.isdir(args.inputs[0]):
@@ -207,13 +203,10 @@ def resolve_inputs(args: argparse.Namespace) -> List[str]:
                 "directory in --inputs"
             )
         kind = "update" if args.num_update_checkpoints else "epoch"
-        return select_checkpoints(
-            args.inputs[0], num, kind, args.checkpoint_upper_bound
-        )
+        return select_checkpoints(args.inputs[0], num, kind, args.checkpoint_upper_bound)
     if args.checkpoint_upper_bound is not None:
         raise AverageError(
-            "--checkpoint-upper-bound needs --num-update-checkpoints or "
-            "--num-epoch-checkpoints"
+            "--checkpoint-upper-bound needs --num-update-checkpoints or " "--num-epoch-checkpoints"
         )
     for path in args.inputs:
         if os.path.isdir(path):

@@ -254,9 +254,7 @@ def english_problem(en: str, cfg: CorpusConfig) -> Optional[str]:
     return None
 
 
-def clean_pair(
-    msgid: str, msgstr: str, cfg: CorpusConfig
-) -> Tuple[Pair, Optional[str]]:
+def clean_pair(msgid: str, msgstr: str, cfg: CorpusConfig) -> Tuple[Pair, Optional[str]]:
     """Clean one entry; returns the cleaned pair and the drop reason (None = keep)."""
     en, x = normalize_space(msgid), normalize_space(msgstr)
     en, x = _strip_accelerator(en, x), _strip_accelerator(x, en)
@@ -289,10 +287,7 @@ def load_catalog(path: Path, cfg: CorpusConfig) -> Catalog:
             catalog.pairs.append(pair)
         else:
             catalog.dropped[reason] += 1
-            if (
-                reason in ("untranslated", "bad_ratio")
-                and english_problem(pair[0], cfg) is None
-            ):
+            if reason in ("untranslated", "bad_ratio") and english_problem(pair[0], cfg) is None:
                 catalog.extra_en.append(pair[0])
     return catalog
 
@@ -316,9 +311,7 @@ def _new_held_out(pairs: Iterable[Pair], taken: Set[str]) -> List[Pair]:
     return out
 
 
-def assign_splits(
-    catalogs: Sequence[Catalog], cfg: CorpusConfig
-) -> Dict[str, List[str]]:
+def assign_splits(catalogs: Sequence[Catalog], cfg: CorpusConfig) -> Dict[str, List[str]]:
     """Catalog names per split (see the module docstring for the rule)."""
     order = sorted(c.name for c in catalogs)
     random.Random(cfg.seed).shuffle(order)
@@ -332,11 +325,7 @@ def assign_splits(
             blocked = set().union(*(taken[s] for s in HELD_OUT if s != split))
             new = _new_held_out(by_name[name].pairs, taken[split] | blocked)
             have = len(taken[split])
-            if (
-                new
-                and have < target[split]
-                and have + len(new) <= _OVERSHOOT * target[split]
-            ):
+            if new and have < target[split] and have + len(new) <= _OVERSHOOT * target[split]:
                 taken[split].update(_key(en) for en, _ in new)
                 split_for = split
                 break
@@ -375,8 +364,7 @@ def build_corpus(cfg: CorpusConfig) -> Corpus:
             skipped[path.stem] = str(err)
     if not catalogs:
         raise CorpusError(
-            f"none of the catalogs for '{cfg.tgt_lang}' in {cfg.locale_dir} "
-            "could be read"
+            f"none of the catalogs for '{cfg.tgt_lang}' in {cfg.locale_dir} " "could be read"
         )
     by_name = {c.name: c for c in catalogs}
     names = assign_splits(catalogs, cfg)
@@ -448,9 +436,7 @@ def write_corpus(corpus: Corpus, cfg: CorpusConfig) -> None:
         _write_lines(out / f"{split}.{x}", (t for _, t in corpus.pairs[split]))
     _write_lines(out / f"mono.{SRC_LANG}", corpus.mono_en)
     _write_lines(out / f"mono.{x}", (t for _, t in corpus.pairs["train"]))
-    settings = {
-        k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()
-    }
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
     report = {
         "src_lang": SRC_LANG,
         "tgt_lang": x,
@@ -481,9 +467,7 @@ def get_parser() -> argparse.ArgumentParser:
         description="Build an English-X parallel corpus (train/valid/test split by "
         "catalog, plus monolingual sides) from gettext .mo catalogs.",
     )
-    p.add_argument(
-        "--tgt-lang", required=True, help="target language code, e.g. de or fr"
-    )
+    p.add_argument("--tgt-lang", required=True, help="target language code, e.g. de or fr")
     p.add_argument("--output", required=True, type=Path, help="output directory")
     p.add_argument(
         "--locale-dir",
@@ -546,13 +530,9 @@ def get_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> CorpusConfig:
     """The one place where command-line values become a checked config."""
     if not _LANG_CODE.match(args.tgt_lang):
-        raise CorpusError(
-            f"--tgt-lang '{args.tgt_lang}' is not a locale code like de or fr"
-        )
+        raise CorpusError(f"--tgt-lang '{args.tgt_lang}' is not a locale code like de or fr")
     if args.tgt_lang == SRC_LANG:
-        raise CorpusError(
-            f"--tgt-lang must differ from the source language '{SRC_LANG}'"
-        )
+        raise CorpusError(f"--tgt-lang must differ from the source language '{SRC_LANG}'")
     for flag, value, low in (
         ("--valid-size", args.valid_size, 1),
         ("--test-size", args.test_size, 1),
@@ -568,9 +548,7 @@ def config_from_args(args: argparse.Namespace) -> CorpusConfig:
     if args.max_ratio < 1:
         raise CorpusError(f"--max-ratio must be >= 1, got {args.max_ratio}")
     if not 0 <= args.min_word_fraction <= 1:
-        raise CorpusError(
-            f"--min-word-fraction must be in [0, 1], got {args.min_word_fraction}"
-        )
+        raise CorpusError(f"--min-word-fraction must be in [0, 1], got {args.min_word_fraction}")
     return CorpusConfig(
         tgt_lang=args.tgt_lang,
         output=args.output,
@@ -596,9 +574,7 @@ def main(cfg: CorpusConfig) -> Corpus:
         n_cat = len(corpus.catalog_counts[split])
         line = f"{split}: {len(corpus.pairs[split])} pairs from {n_cat} catalogs"
         if split == "train":
-            line += (
-                f" ({corpus.removed_from_train} pairs removed: English in valid/test)"
-            )
+            line += f" ({corpus.removed_from_train} pairs removed: English in valid/test)"
         print(line)
     print(
         f"mono: {len(corpus.mono_en)} {SRC_LANG} lines, {len(corpus.pairs['train'])} "

@@ -417,26 +417,50 @@ def get_parser() -> argparse.ArgumentParser:
         description="Map a veco (or XLM-R/RoBERTa) checkpoint onto a veco_transformer "
         "encoder-decoder checkpoint that fairseq-train --restore-file and fairseq-generate load.",
     )
-    parser.add_argument("--pretrained", required=True, metavar="CKPT",
-                        help="veco or fairseq XLM-R/RoBERTa checkpoint")
+    parser.add_argument(
+        "--pretrained",
+        required=True,
+        metavar="CKPT",
+        help="veco or fairseq XLM-R/RoBERTa checkpoint",
+    )
     parser.add_argument("--output", required=True, metavar="CKPT", help="checkpoint to write")
-    parser.add_argument("--decoder-layers", default="all", metavar="SPEC",
-                        help="pre-trained layers for the decoder: all, first:N, last:N or "
-                        "a list like 18,19,20,21,22,23 (default: all)")
-    parser.add_argument("--arch", default=None, metavar="ARCH",
-                        help="veco_transformer_{tiny,small,base,large}; default: the one "
-                        "matching the checkpoint's sizes")
-    parser.add_argument("--tie-layers", action="store_true",
-                        help="decoder layers share self-attention/FFN (and the decoder "
-                        "positions) with the encoder layers they come from")
-    parser.add_argument("--dict", default=None, metavar="FILE",
-                        help="the pre-training dict.txt (default: next to --pretrained, or "
-                        "in its pre-training data directory)")
-    parser.add_argument("--vocab-map", default=None, metavar="FILE",
-                        help="vocab_map.tsv of veco-reduce-vocab: keep only these rows")
-    parser.add_argument("--seed", type=int, default=1,
-                        help="seed for modules that start random (XLM-R input)")
-    return parser  # fmt: skip
+    parser.add_argument(
+        "--decoder-layers",
+        default="all",
+        metavar="SPEC",
+        help="pre-trained layers for the decoder: all, first:N, last:N or "
+        "a list like 18,19,20,21,22,23 (default: all)",
+    )
+    parser.add_argument(
+        "--arch",
+        default=None,
+        metavar="ARCH",
+        help="veco_transformer_{tiny,small,base,large}; default: the one "
+        "matching the checkpoint's sizes",
+    )
+    parser.add_argument(
+        "--tie-layers",
+        action="store_true",
+        help="decoder layers share self-attention/FFN (and the decoder "
+        "positions) with the encoder layers they come from",
+    )
+    parser.add_argument(
+        "--dict",
+        default=None,
+        metavar="FILE",
+        help="the pre-training dict.txt (default: next to --pretrained, or "
+        "in its pre-training data directory)",
+    )
+    parser.add_argument(
+        "--vocab-map",
+        default=None,
+        metavar="FILE",
+        help="vocab_map.tsv of veco-reduce-vocab: keep only these rows",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed for modules that start random (XLM-R input)"
+    )
+    return parser
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:

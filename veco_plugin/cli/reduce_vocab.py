@@ -29,13 +29,13 @@ import os
 from collections import Counter
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-MASK = "<mask>"
-MAP_NAME = "vocab_map.tsv"
-DICT_NAME = "dict.txt"
-
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.reduce_vocab")
+
+MASK = "<mask>"
+MAP_NAME = "vocab_map.tsv"
+DICT_NAME = "dict.txt"
 
 
 class ReduceVocabError(Exception):
@@ -107,15 +107,33 @@ def get_parser() -> argparse.ArgumentParser:
         description="Keep only the pre-trained dictionary rows that the fine-tuning data "
         "uses; writes dict.txt and vocab_map.tsv for veco-init-nmt --vocab-map.",
     )
-    parser.add_argument("--dict", required=True, metavar="FILE",
-                        help="the pre-training dict.txt (<mask> is appended as in pre-training)")
-    parser.add_argument("--data", required=True, nargs="+", metavar="FILE",
-                        help="subword-encoded fine-tuning text files (all sides and splits)")
-    parser.add_argument("--output-dir", required=True, metavar="DIR",
-                        help="where to write dict.txt and vocab_map.tsv")
-    parser.add_argument("--min-count", type=int, default=1, metavar="N",
-                        help="keep types occurring at least N times in --data (default 1)")
-    return parser  # fmt: skip
+    parser.add_argument(
+        "--dict",
+        required=True,
+        metavar="FILE",
+        help="the pre-training dict.txt (<mask> is appended as in pre-training)",
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        nargs="+",
+        metavar="FILE",
+        help="subword-encoded fine-tuning text files (all sides and splits)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        required=True,
+        metavar="DIR",
+        help="where to write dict.txt and vocab_map.tsv",
+    )
+    parser.add_argument(
+        "--min-count",
+        type=int,
+        default=1,
+        metavar="N",
+        help="keep types occurring at least N times in --data (default 1)",
+    )
+    return parser
 
 
 def main(args: argparse.Namespace) -> List[int]:

@@ -12,11 +12,15 @@ from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at
 class CaMlmConfig(FairseqDataclass):
     mlm_weight: float = field(
         default=1.0,
-        metadata={"help": "weight of -log P(x|x̂) and -log P(y|ŷ) (H stream, eqs. 10-11); 0 disables"},
+        metadata={
+            "help": "weight of -log P(x|x̂) and -log P(y|ŷ) (H stream, eqs. 10-11); 0 disables"
+        },
     )
     ca_weight: float = field(
         default=1.0,
-        metadata={"help": "weight of -log P(x|ŷ,x̂) and -log P(y|x̂,ŷ) (S stream, eqs. 12-13); 0 disables"},
+        metadata={
+            "help": "weight of -log P(x|ŷ,x̂) and -log P(y|x̂,ŷ) (S stream, eqs. 12-13); 0 disables"
+        },
     )
     tlm_weight: float = field(
         default=1.0,
@@ -24,7 +28,9 @@ class CaMlmConfig(FairseqDataclass):
     )
     no_stop_gradient: bool = field(
         default=False,
-        metadata={"help": "let the cross terms back-propagate into H^L (ablation; paper detaches it)"},
+        metadata={
+            "help": "let the cross terms back-propagate into H^L (ablation; paper detaches it)"
+        },
     )
     tlm_reset_positions: bool = field(
         default=False, metadata={"help": "restart positions at the second sentence in TLM (XLM)"}
@@ -36,7 +42,9 @@ class CaMlmCriterion(MaskedTermsCriterion):
     """Terms per sub-batch ``k`` (``mono``/``bi``): ``k_x_mlm``, ``k_y_mlm``
     (H stream), ``k_x_ca``, ``k_y_ca`` (S stream) and ``bi_tlm``."""
 
-    def __init__(self, task, mlm_weight, ca_weight, tlm_weight, no_stop_gradient, tlm_reset_positions):
+    def __init__(
+        self, task, mlm_weight, ca_weight, tlm_weight, no_stop_gradient, tlm_reset_positions
+    ):
         super().__init__(task)
         self.weights = {"mlm": mlm_weight, "ca": ca_weight, "tlm": tlm_weight}
         self.stop_gradient = not no_stop_gradient
@@ -75,5 +83,3 @@ def tlm_term(model, batch, pad, reset_positions):
         masked_tokens=masked,
     )
     return masked_cross_entropy(logits, gold)
-
-

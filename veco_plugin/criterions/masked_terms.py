@@ -57,14 +57,18 @@ class MaskedTermsCriterion(FairseqCriterion):
             return sum(log.get(key, 0) for log in logging_outputs)
 
         sample_size = total("sample_size")
-        metrics.log_scalar("loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3)
+        metrics.log_scalar(
+            "loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3
+        )
         names = sorted(
             {k[: -len("_loss")] for log in logging_outputs for k in log if k.endswith("_loss")}
         )
         for name in names:
             n = total(f"{name}_n")
             if n > 0:
-                metrics.log_scalar(f"{name}_loss", total(f"{name}_loss") / n / math.log(2), n, round=3)
+                metrics.log_scalar(
+                    f"{name}_loss", total(f"{name}_loss") / n / math.log(2), n, round=3
+                )
                 metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / n, n, round=2)
 
     @staticmethod
@@ -76,5 +80,3 @@ def targets_at(target: Tensor, pad: int):
     """Masked positions (bool, same shape) and their gold tokens (M,)."""
     masked = target.ne(pad)
     return masked, target[masked]
-
-

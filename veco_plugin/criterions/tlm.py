@@ -13,7 +13,9 @@ from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at
 class TlmConfig(FairseqDataclass):
     tlm_reset_positions: bool = field(
         default=False,
-        metadata={"help": "restart positions at the second sentence (XLM); default: continuous (VECO)"},
+        metadata={
+            "help": "restart positions at the second sentence (XLM); default: continuous (VECO)"
+        },
     )
 
 

@@ -35,7 +35,9 @@ class VecoZipDataset(RoundRobinZipDatasets):
     def num_tokens_vec(self, indices):
         return np.max(
             [
-                dataset.num_tokens_vec(np.asarray(self._ordered_indices[key])[indices % len(dataset)])
+                dataset.num_tokens_vec(
+                    np.asarray(self._ordered_indices[key])[indices % len(dataset)]
+                )
                 for key, dataset in self.datasets.items()
             ],
             axis=0,

@@ -191,9 +191,7 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
                 f"{source}: {k} has shape {tuple(v.shape)}, the --arch gives "
                 f"{tuple(own[k].shape)}: pick the arch matching the checkpoint"
             )
-    missing, _ = model.load_state_dict(
-        {k: v for k, v in state.items() if k in own}, strict=False
-    )
+    missing, _ = model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
     random_modules = sorted({k.rsplit(".", 1)[0] for k in missing})
     bad = [k for k in missing if ".cross_attn" not in k]
     if bad:

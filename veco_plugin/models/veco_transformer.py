@@ -145,9 +145,7 @@ def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -
             f"--decoder-layers is {len(decoder.layers)}"
         )
     if len(set(encoder_layers)) != len(encoder_layers):
-        raise ValueError(
-            f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice"
-        )
+        raise ValueError(f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice")
     for j, i in enumerate(encoder_layers):
         if not 0 <= i < len(encoder.layers):
             raise ValueError(
@@ -190,9 +188,7 @@ def veco_transformer_base_architecture(args):
     args.dropout = safe_getattr(args, "dropout", 0.1)
     args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
     args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
-    args.tie_decoder_to_encoder_layers = safe_getattr(
-        args, "tie_decoder_to_encoder_layers", None
-    )
+    args.tie_decoder_to_encoder_layers = safe_getattr(args, "tie_decoder_to_encoder_layers", None)
     transformer_base_architecture(args)
 
 

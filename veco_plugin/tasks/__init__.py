@@ -1,4 +1,4 @@
 """Registered tasks (register by import)."""
 
-from . import veco_pretraining  # noqa: F401
 from . import translation_from_pretrained_veco  # noqa: F401
+from . import veco_pretraining  # noqa: F401

@@ -5,7 +5,8 @@ Data layout (see README)::
     DATA/dict.txt                  the one shared dictionary
     DATA/mono/<lang>/<split>.*     fairseq-preprocess --only-source --srcdict DATA/dict.txt
     DATA/bi/<src>-<tgt>/<split>.<src>-<tgt>.<lang>.*
-                                   fairseq-preprocess -s src -t tgt --srcdict/--tgtdict DATA/dict.txt
+                                   fairseq-preprocess -s src -t tgt
+                                       --srcdict/--tgtdict DATA/dict.txt
 """
 
 import filecmp
@@ -78,7 +79,8 @@ class VecoPretrainingTask(FairseqTask):
         path = os.path.join(cfg.data, "dict.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(
-                f"{path} not found: DATA must hold the shared dictionary (the pre-trained model's dict.txt)"
+                f"{path} not found: DATA must hold the shared dictionary "
+                "(the pre-trained model's dict.txt)"
             )
         dictionary = Dictionary.load(path)
         dictionary.add_symbol("<mask>")
@@ -130,7 +132,8 @@ class VecoPretrainingTask(FairseqTask):
             directory,
             [split, f"{split}.{lang}-None.{lang}"],
             f"fairseq-preprocess --only-source --srcdict {self.cfg.data}/dict.txt "
-            f"--{split if split in ('train', 'valid', 'test') else 'valid'}pref TEXT --destdir {directory}",
+            f"--{split if split in ('train', 'valid', 'test') else 'valid'}pref TEXT "
+            f"--destdir {directory}",
             "dict.txt",
         )
         return VecoPairDataset.adjacent(
@@ -156,9 +159,9 @@ class VecoPretrainingTask(FairseqTask):
         ]
         if len(sides[0]) != len(sides[1]):
             raise ValueError(
-                f"{directory}/{split}.{pair}.{{{src},{tgt}}} have {len(sides[0])} and {len(sides[1])} "
-                "lines: the raw text sides must be line-aligned (a stray carriage return inside a "
-                "line is the usual cause: strip \\r and re-binarize)"
+                f"{directory}/{split}.{pair}.{{{src},{tgt}}} have {len(sides[0])} and "
+                f"{len(sides[1])} lines: the raw text sides must be line-aligned (a stray "
+                "carriage return inside a line is the usual cause: strip \\r and re-binarize)"
             )
         return VecoPairDataset.parallel(
             *sides,
@@ -180,10 +183,15 @@ class VecoPretrainingTask(FairseqTask):
             q = p**self.cfg.multilang_sampling_alpha
             q = q / q.sum()
             ratios = q * sizes.sum() / sizes
-            logger.info("language sampling (alpha=%s): %s", self.cfg.multilang_sampling_alpha,
-                        ", ".join(f"{d.name}={r:.3f}" for d, r in zip(datasets, q)))
+            logger.info(
+                "language sampling (alpha=%s): %s",
+                self.cfg.multilang_sampling_alpha,
+                ", ".join(f"{d.name}={r:.3f}" for d, r in zip(datasets, q)),
+            )
             datasets = [
-                ResamplingDataset(d, size_ratio=r, seed=self.cfg.seed, epoch=epoch, replace=r >= 1.0)
+                ResamplingDataset(
+                    d, size_ratio=r, seed=self.cfg.seed, epoch=epoch, replace=r >= 1.0
+                )
                 for d, r in zip(datasets, ratios)
             ]
         return ConcatDataset(datasets)
@@ -194,12 +202,14 @@ class VecoPretrainingTask(FairseqTask):
         if _split_list(self.cfg.mono_langs):
             parts["mono"] = self._mix(
                 [self._mono(lang, split, train) for lang in _split_list(self.cfg.mono_langs)],
-                split, epoch,
+                split,
+                epoch,
             )
         if _split_list(self.cfg.bi_pairs):
             parts["bi"] = self._mix(
                 [self._bi(pair, split, train) for pair in _split_list(self.cfg.bi_pairs)],
-                split, epoch,
+                split,
+                epoch,
             )
         self.datasets[split] = VecoZipDataset(parts)
         self.datasets[split].set_epoch(epoch)
