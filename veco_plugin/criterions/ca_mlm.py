@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from fairseq.criterions import register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at
+from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at, tlm_term
 
 
 @dataclass
@@ -54,11 +54,9 @@ class CaMlmCriterion(MaskedTermsCriterion):
         return self.weights[term.rsplit("_", 1)[-1]]
 
     def add_terms(self, model, kind, batch, terms):
-        masked, gold = targets_at(batch["pair_target"], self.padding_idx)
-        # which masked positions belong to x (rows :B) and which to y (rows B:)
-        rows = masked.nonzero()[:, 0]
-        is_x = rows < masked.size(0) // 2
         if self.weights["mlm"] or self.weights["ca"]:
+            # pair_target (2B, T): rows :B are x, rows B: the paired y
+            masked, gold = targets_at(batch["pair_target"], self.padding_idx)
             h_logits, s_logits = model.forward_two_stream(
                 batch["pair_tokens"],
                 masked_tokens=masked,
@@ -66,20 +64,11 @@ class CaMlmCriterion(MaskedTermsCriterion):
                 need_h=self.weights["mlm"] != 0,
                 need_s=self.weights["ca"] != 0,
             )
+            # logits (M, V) follow the masked positions row by row: x's come first
+            n_x = int(masked[: masked.size(0) // 2].sum())
             for stream, logits in (("mlm", h_logits), ("ca", s_logits)):
                 if logits is not None:
-                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits[is_x], gold[is_x])
-                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits[~is_x], gold[~is_x])
+                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits[:n_x], gold[:n_x])
+                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits[n_x:], gold[n_x:])
         if kind == "bi" and self.weights["tlm"]:
             terms["bi_tlm"] = tlm_term(model, batch, self.padding_idx, self.tlm_reset_positions)
-
-
-def tlm_term(model, batch, pad, reset_positions):
-    """Masked LM over the concatenated pair ``x̂ ‖ ŷ`` (XLM's TLM)."""
-    masked, gold = targets_at(batch["concat_target"], pad)
-    logits = model.forward_concat(
-        batch["concat_tokens"],
-        first_lengths=batch["first_lengths"] if reset_positions else None,
-        masked_tokens=masked,
-    )
-    return masked_cross_entropy(logits, gold)

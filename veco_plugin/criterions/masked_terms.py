@@ -80,3 +80,14 @@ def targets_at(target: Tensor, pad: int):
     """Masked positions (bool, same shape) and their gold tokens (M,)."""
     masked = target.ne(pad)
     return masked, target[masked]
+
+
+def tlm_term(model, batch: Dict, pad: int, reset_positions: bool) -> Dict[str, Tensor]:
+    """Masked LM over the concatenated pair ``x̂ ‖ ŷ`` (XLM's TLM), ``concat_tokens`` (B, T)."""
+    masked, gold = targets_at(batch["concat_target"], pad)
+    logits = model.forward_concat(
+        batch["concat_tokens"],
+        first_lengths=batch["first_lengths"] if reset_positions else None,
+        masked_tokens=masked,
+    )
+    return masked_cross_entropy(logits, gold)

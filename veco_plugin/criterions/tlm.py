@@ -5,8 +5,7 @@ from dataclasses import dataclass, field
 from fairseq.criterions import register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from .ca_mlm import tlm_term
-from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at
+from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at, tlm_term
 
 
 @dataclass
