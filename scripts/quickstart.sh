@@ -26,8 +26,9 @@
 # Re-running resumes: a finished stage (RUN/stamps/<stage>.done, which holds a hash of its exact
 # command) is skipped; an interrupted fairseq-train continues from its checkpoint_last.pt. A
 # finished stage re-run with other settings is an error: --force starts RUN afresh.
-# With --jobs 2 (default on CPU with >= 2 cores) the VECO pipeline and the random/XLM pipelines
-# run side by side, each with --threads threads; every output line is prefixed by its stage.
+# The three pipelines (veco, xlm, random) run side by side, at most --jobs stages at a time (2 on
+# CPU with >= 2 cores: two 1-thread fairseq processes use 2 cores far better than one 2-thread
+# process); every output line is prefixed by its stage.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,11 +46,11 @@ VOCAB=4000
 ARCH=tiny
 DECODER_LAYERS=all
 MAX_POSITIONS=256
-PT_UPDATES=1200
+PT_UPDATES=1000
 PT_MAX_TOKENS=2048
 PT_LR=2e-3
 PT_WARMUP=200
-FT_UPDATES=800
+FT_UPDATES=600
 FT_MAX_TOKENS=4096
 FT_LR=2e-3
 FT_WARMUP=200
@@ -67,6 +68,7 @@ JOBS=
 THREADS=1
 WORKERS=2
 FORCE=0
+SLOTS_OPEN=0
 
 usage() {
   cat <<EOF
@@ -105,7 +107,7 @@ usage: $(basename "$0") [flags]
  machine
   --cpu | --gpu            device                                        [$DEVICE]
   --fp16                   mixed precision (GPU)
-  --jobs N                 pipelines run side by side (1 or 2) [2 on CPU with >= 2 cores, else 1]
+  --jobs N                 stages run side by side [2 on CPU with >= 2 cores, else 1]
   --threads N              OMP/MKL threads per job                       [$THREADS]
   --workers N              fairseq-preprocess workers                    [$WORKERS]
   --seed N                 seed of every stage                           [$SEED]
@@ -222,7 +224,7 @@ if [[ -z "$JOBS" ]]; then
   JOBS=1
   [[ "$DEVICE" == cpu && $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) -ge 2 ]] && JOBS=2
 fi
-[[ "$JOBS" == 1 || "$JOBS" == 2 ]] || die "--jobs must be 1 or 2"
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, got '$JOBS'"
 for tool in fairseq-train fairseq-preprocess fairseq-generate veco-gettext-corpus veco-init-nmt \
   veco-average-checkpoints; do
   command -v "$tool" >/dev/null || die "$tool not on PATH (activate the venv or: make setup)"
@@ -245,8 +247,9 @@ export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS PYTHONUNBUFFERED=1
 DEVICE_FLAGS=()
 [[ "$DEVICE" == cpu ]] && DEVICE_FLAGS=(--cpu)
 [[ "$FP16" == 1 ]] && DEVICE_FLAGS+=(--fp16)
-INITS=(veco random)
+INITS=(veco)
 [[ "$XLM" == 1 ]] && INITS+=(xlm)
+INITS+=(random)
 
 # -------------------------------------------------------------------------- stage runner
 # Lines of fairseq/hydra start-up noise kept out of the console (they stay in RUN/logs).
@@ -268,9 +271,17 @@ run_stage() {
     fi
     die "stage $name finished earlier with other settings ($stamp): --force to start afresh, or another --run-dir"
   fi
+  if [[ "$SLOTS_OPEN" == 1 ]]; then read -r -u 9; fi  # wait for a free slot (see SLOTS below)
   echo "== [$name] $(date '+%H:%M:%S') start (log: $RUN/logs/$name.log)"
   start=$SECONDS
-  { echo "\$ $*"; "$@" 2>&1; } | tee -a "$RUN/logs/$name.log" | sed -u -E "\#$NOISE#d; s#^#[$name] #"
+  set +e  # the stage runs with its own errexit; the slot is given back whatever happens
+  { echo "\$ $*"; ( set -e; "$@" ) 2>&1; } | tee -a "$RUN/logs/$name.log" \
+    | sed -u -E "\#$NOISE#d; s#^#[$name] #"
+  local status=("${PIPESTATUS[@]}")
+  set -e
+  if [[ "$SLOTS_OPEN" == 1 ]]; then echo >&9; fi
+  [[ "${status[*]}" == "0 0 0" ]] \
+    || die "stage $name failed (exit ${status[0]}; log: $RUN/logs/$name.log)"
   printf 'config=%s\nseconds=%d\nfinished=%s\n' "$config" $((SECONDS - start)) "$(date -Iseconds)" \
     > "$stamp.part"
   mv "$stamp.part" "$stamp"
@@ -392,23 +403,9 @@ evaluate() {  # eval-<init>: average -> beam search over every test sentence -> 
     --max-len-a 1.2 --max-len-b 10 "${cpu[@]}"
 }
 
-pipeline_veco() {
-  pretrain veco ca_mlm
-  init_nmt veco
-  finetune veco
-  evaluate veco
-}
-
-pipeline_baselines() {
-  finetune random
-  evaluate random
-  if [[ "$XLM" == 1 ]]; then
-    pretrain xlm tlm
-    init_nmt xlm
-    finetune xlm
-    evaluate xlm
-  fi
-}
+pipeline_veco() { pretrain veco ca_mlm; init_nmt veco; finetune veco; evaluate veco; }
+pipeline_xlm() { pretrain xlm tlm; init_nmt xlm; finetune xlm; evaluate xlm; }
+pipeline_random() { finetune random; evaluate random; }
 
 # ------------------------------------------------------------------------------------ run
 echo "== quickstart: run dir $RUN; arch veco_$ARCH/veco_transformer_$ARCH; inits ${INITS[*]};"
@@ -417,16 +414,26 @@ run_stage corpus make_text "$TEXT_IN" "$LOCALE_DIR" "$SRC" "$TGT" "$VALID_SIZE" 
   "$MAX_TRAIN_PAIRS" "$SEED"
 run_stage data make_data "$VOCAB" "$WORKERS" "$MAX_POSITIONS"
 
-if [[ "$JOBS" == 2 ]]; then
-  pipeline_veco & veco_pid=$!
-  pipeline_baselines & base_pid=$!
-  status=0
-  wait "$veco_pid" || status=1
-  wait "$base_pid" || status=1
-  [[ $status == 0 ]] || die "a pipeline failed (see the [stage] lines above and $RUN/logs)"
+if [[ "$JOBS" -gt 1 ]]; then
+  # SLOTS: the pipelines run side by side; a stage takes one of JOBS tokens from fd 9.
+  slots=$RUN/.slots.$$
+  mkfifo "$slots"
+  exec 9<>"$slots"
+  rm -f "$slots"
+  for ((i = 0; i < JOBS; i++)); do echo >&9; done
+  SLOTS_OPEN=1
+  pids=()
+  for init in "${INITS[@]}"; do
+    "pipeline_$init" & pids+=($!)
+    sleep 1  # the pre-training pipelines (longest) take the first slots
+  done
+  failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  exec 9>&-
+  SLOTS_OPEN=0
+  [[ $failed == 0 ]] || die "a pipeline failed (see the [stage] lines above and $RUN/logs)"
 else
-  pipeline_veco
-  pipeline_baselines
+  for init in "${INITS[@]}"; do "pipeline_$init"; done
 fi
 
 report_stamp=$(stamp_of report)

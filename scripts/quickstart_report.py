@@ -186,9 +186,45 @@ def check_finite(obj: Any, where: str = "results") -> None:
 def pick_examples(
     sources: Sequence[str], n: int, min_words: int = 4, max_words: int = 14
 ) -> List[int]:
-    """The first ``n`` test sentences of a readable length (else the first ``n``)."""
+    """``n`` test sentences of a readable length, spread evenly over the test set (whose
+    catalogs come one after the other); all sentences if too few are readable."""
     ids = [i for i, s in enumerate(sources) if min_words <= len(s.split()) <= max_words]
-    return (ids or list(range(len(sources))))[:n]
+    ids = ids if len(ids) >= n else list(range(len(sources)))
+    if n <= 0 or not ids:
+        return []
+    step = len(ids) / n
+    return sorted({ids[int(k * step)] for k in range(n)})
+
+
+def wall_seconds(run: str) -> Optional[float]:
+    """From the start of the first stage to the end of the last one (report excluded)."""
+    from datetime import datetime
+
+    spans = []
+    stamps = os.path.join(run, "stamps")
+    for name in os.listdir(stamps) if os.path.isdir(stamps) else []:
+        if not name.endswith(".done") or name == "report.done":
+            continue
+        stamp = read_stamp(run, name[: -len(".done")]) or {}
+        try:
+            end = datetime.fromisoformat(stamp["finished"]).timestamp()
+            spans.append((end - float(stamp["seconds"]), end))
+        except (KeyError, ValueError):
+            continue
+    if not spans:
+        return None
+    return max(e for _, e in spans) - min(s for s, _ in spans)
+
+
+def notes(inits: Sequence[str]) -> List[str]:
+    out = []
+    if "xlm" in inits:
+        out.append(
+            "XLM (tlm) row: tlm never runs the cross-attention, so veco-init-nmt copies "
+            "untrained (randomly initialized) weights into the decoder's encoder-attention"
+        )
+    out.append("veco-align is not installed yet: alignment examples are skipped")
+    return out
 
 
 def build_summary(args: argparse.Namespace) -> Dict[str, Any]:
@@ -275,9 +311,8 @@ def build_summary(args: argparse.Namespace) -> Dict[str, Any]:
         "results": results,
         "examples": examples,
         "stage_seconds": stages,
-        "notes": [
-            "veco-align is not installed yet: alignment examples are skipped",
-        ],
+        "wall_seconds": wall_seconds(run),
+        "notes": notes(inits),
     }
     check_finite(summary)
     return summary
@@ -298,6 +333,9 @@ def markdown(summary: Dict[str, Any]) -> str:
         f"Fine-tuning: {s['finetune_updates']} updates for every initialization; "
         f"pre-training: {s['pretrain_updates']} updates. Test: {s['test_bleu']}. "
         f"Valid BLEU: {s['valid_bleu']}.",
+        "",
+        f"Wall time of all stages: {_minutes(summary['wall_seconds'])} min "
+        "(first stage start to last stage end).",
         "",
         "| initialization | test sacreBLEU | test tok. BLEU | valid BLEU | valid loss "
         "| pre-train min | fine-tune min | eval min |",

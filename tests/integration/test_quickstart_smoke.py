@@ -21,7 +21,7 @@ from runner import REPO, env
 
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
-INITS = ("veco", "random", "xlm")
+INITS = ("veco", "xlm", "random")
 STAGES = ["corpus", "data", "report"] + [
     f"{stage}-{init}"
     for init in INITS
