@@ -68,7 +68,7 @@ class TranslationFromPretrainedVecoTask(TranslationTask):
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         """fairseq's iterator; batch-size rounding only for the training subset."""
-        if dataset is not self.datasets.get(getattr(self.cfg, "train_subset", "train")):
+        if dataset is not self.datasets.get(self.cfg.train_subset):
             bound = inspect.signature(super().get_batch_iterator).bind(dataset, *args, **kwargs)
             bound.arguments["required_batch_size_multiple"] = 1
             return super().get_batch_iterator(*bound.args, **bound.kwargs)

@@ -57,6 +57,7 @@ class VecoPretrainingConfig(FairseqDataclass):
         default=0, metadata={"help": "train only the cross-attention for the first N updates"}
     )
     seed: int = II("common.seed")
+    train_subset: str = II("dataset.train_subset")
 
 
 def _split_list(text: str) -> List[str]:
@@ -71,6 +72,8 @@ class VecoPretrainingTask(FairseqTask):
         super().__init__(cfg)
         self.dictionary = dictionary
         self.mask_idx = dictionary.index("<mask>")
+        self.mono_langs = _split_list(cfg.mono_langs)
+        self.bi_pairs = _split_list(cfg.bi_pairs)
 
     @classmethod
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
@@ -173,11 +176,11 @@ class VecoPretrainingTask(FairseqTask):
             shuffle=shuffle,
         )
 
-    def _mix(self, datasets: List[VecoPairDataset], split: str, epoch: int):
+    def _mix(self, datasets: List[VecoPairDataset], train: bool, epoch: int):
         """Concatenate languages; in training resample them with q_l ∝ p_l^α."""
         if len(datasets) == 1:
             return datasets[0]
-        if split == getattr(self.cfg, "train_subset", "train"):
+        if train:
             sizes = np.array([len(d) for d in datasets], dtype=float)
             p = sizes / sizes.sum()
             q = p**self.cfg.multilang_sampling_alpha
@@ -197,20 +200,14 @@ class VecoPretrainingTask(FairseqTask):
         return ConcatDataset(datasets)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        train = split == "train"
+        train = split == self.cfg.train_subset  # shuffled and language-resampled
         parts = OrderedDict()
-        if _split_list(self.cfg.mono_langs):
-            parts["mono"] = self._mix(
-                [self._mono(lang, split, train) for lang in _split_list(self.cfg.mono_langs)],
-                split,
-                epoch,
-            )
-        if _split_list(self.cfg.bi_pairs):
-            parts["bi"] = self._mix(
-                [self._bi(pair, split, train) for pair in _split_list(self.cfg.bi_pairs)],
-                split,
-                epoch,
-            )
+        if self.mono_langs:
+            mono = [self._mono(lang, split, train) for lang in self.mono_langs]
+            parts["mono"] = self._mix(mono, train, epoch)
+        if self.bi_pairs:
+            bi = [self._bi(pair, split, train) for pair in self.bi_pairs]
+            parts["bi"] = self._mix(bi, train, epoch)
         self.datasets[split] = VecoZipDataset(parts)
         self.datasets[split].set_epoch(epoch)
 
@@ -228,7 +225,8 @@ class VecoPretrainingTask(FairseqTask):
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """Paper schedule: first train only the cross-attention, then everything."""
-        only_cross = update_num < self.cfg.cross_attention_only_updates
-        for name, p in model.named_parameters():
-            p.requires_grad_(not only_cross or ".cross_attn" in name)
+        if self.cfg.cross_attention_only_updates > 0:
+            only_cross = update_num < self.cfg.cross_attention_only_updates
+            for name, p in model.named_parameters():
+                p.requires_grad_(not only_cross or ".cross_attn" in name)
         return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
