@@ -256,6 +256,7 @@ INITS+=(random)
 NOISE='deprecation_warning|UserWarning|FutureWarning|warnings\.warn|version_base|compatability version|Will assume defaults|ConfigStore schema|This behavior is deprecated|hydra\.cc|strict flag|real_initialize|exec\(cmd, globals|torch\.cuda\.amp|^DEBUG:hydra|fairseq_cli\.(train|generate) \| \{|fairseq_cli\.generate:\{|^ +(sys\.exit\(cli_main\(\)\)|super\(\)\.__init__\(loader\))$|^\s*$'
 
 stamp_of() { echo "$RUN/stamps/$1.done"; }
+x() { echo "\$ $*"; "$@"; }  # a command of a multi-command stage, shown in its log
 
 # run_stage NAME CMD ARGS...: skip when stamped with the same command, else run it with its
 # output in RUN/logs/NAME.log and on the console (prefixed), then stamp it.
@@ -294,7 +295,7 @@ make_text() {  # corpus: gettext (or --text) -> TEXT/{train,valid,test,mono}.{sr
   if [[ -n "$TEXT_IN" ]]; then
     source=$TEXT_IN
   else
-    veco-gettext-corpus --tgt-lang "$TGT" --output "$source" --locale-dir "$LOCALE_DIR" \
+    x veco-gettext-corpus --tgt-lang "$TGT" --output "$source" --locale-dir "$LOCALE_DIR" \
       --valid-size "$VALID_SIZE" --test-size "$TEST_SIZE" --seed "$SEED"
   fi
   mkdir -p "$TEXT"
@@ -319,7 +320,7 @@ make_text() {  # corpus: gettext (or --text) -> TEXT/{train,valid,test,mono}.{sr
 }
 
 make_data() {  # data: sentencepiece + veco_pretraining DATA + translation NMT_BIN (with test)
-  PYTHON=$PYTHON bash "$ROOT/scripts/prepare-pretraining-data.sh" --text "$TEXT" --out "$DATA" \
+  PYTHON=$PYTHON x bash "$ROOT/scripts/prepare-pretraining-data.sh" --text "$TEXT" --out "$DATA" \
     --src "$SRC" --tgt "$TGT" --vocab-size "$VOCAB" --workers "$WORKERS"
   echo "== encoding the test set with $DATA/spm.model"
   # Every valid/test sentence (+ </s>) must fit the positions: fairseq-generate refuses longer.
@@ -341,7 +342,7 @@ for path in glob.glob(f"{text}/valid.spm.*") + glob.glob(f"{text}/test.spm.*"):
 PYEOF
   echo "== binarizing the translation data (--joined-dictionary --srcdict $DATA/dict.txt)"
   rm -rf "$NMT_BIN"
-  fairseq-preprocess -s "$SRC" -t "$TGT" --joined-dictionary --srcdict "$DATA/dict.txt" \
+  x fairseq-preprocess -s "$SRC" -t "$TGT" --joined-dictionary --srcdict "$DATA/dict.txt" \
     --trainpref "$DATA/text/train.spm" --validpref "$DATA/text/valid.spm" \
     --testpref "$DATA/text/test.spm" --destdir "$NMT_BIN" --workers "$WORKERS"
   local split lang
@@ -423,12 +424,29 @@ if [[ "$JOBS" -gt 1 ]]; then
   for ((i = 0; i < JOBS; i++)); do echo >&9; done
   SLOTS_OPEN=1
   pids=()
+  # Background jobs of a script ignore SIGINT: on Ctrl-C/TERM stop their process trees here
+  # (all of a tree at once, so that no pipeline starts its next stage in between).
+  tree() {
+    local child
+    echo "$1"
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$child"; done
+  }
+  stop_pipelines() {
+    trap - INT TERM
+    echo "== interrupted: stopping the running stages (re-run to resume)" >&2
+    local all=() pid
+    for pid in "${pids[@]}"; do mapfile -t -O "${#all[@]}" all < <(tree "$pid"); done
+    kill "${all[@]}" 2>/dev/null || true
+    exit 130
+  }
+  trap stop_pipelines INT TERM
   for init in "${INITS[@]}"; do
     "pipeline_$init" & pids+=($!)
     sleep 1  # the pre-training pipelines (longest) take the first slots
   done
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  trap - INT TERM
   exec 9>&-
   SLOTS_OPEN=0
   [[ $failed == 0 ]] || die "a pipeline failed (see the [stage] lines above and $RUN/logs)"

@@ -161,6 +161,19 @@ def test_rerun_skips_finished_stages(smoke):
     assert {p: p.stat().st_mtime_ns for p in checkpoints} == before
 
 
+def test_redone_stage_refreshes_the_report(smoke):
+    """Deleting one stamp redoes that stage only, and the report after it."""
+    run = smoke["run"]
+    (run / "stamps" / "eval-random.done").unlink()
+    proc = _quickstart(*smoke["args"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    started = re.findall(r"^== \[([\w-]+)\] .* start", proc.stdout, re.M)
+    assert sorted(started) == ["eval-random", "report"]
+    with open(run / "results.json", encoding="utf-8") as f:
+        again = json.load(f)["results"]["random"]["test"]
+    assert again["sacrebleu"] == smoke["summary"]["results"]["random"]["test"]["sacrebleu"]
+
+
 def test_rerun_with_other_settings_is_refused(smoke):
     proc = _quickstart(*smoke["args"], "--finetune-updates", "30")
     assert proc.returncode != 0
