@@ -291,9 +291,10 @@ class BadLine:
         )
 
 
-def read_lines(path: str, shown: str) -> Iterator[Union[str, BadLine]]:
-    """Decoded, whitespace-normalized lines; a :class:`BadLine` where a line is not
-    UTF-8 (the caller decides whether that is fatal)."""
+def read_lines(path: str, shown: str, keep_raw: bool = False) -> Iterator[Union[str, BadLine]]:
+    """Decoded, whitespace-normalized lines (``keep_raw``: only the line break stripped);
+    a :class:`BadLine` where a line is not UTF-8 (the caller decides whether that is
+    fatal)."""
     with _open_bytes(path) as f:
         for lineno, raw in enumerate(f, start=1):
             try:
@@ -301,7 +302,7 @@ def read_lines(path: str, shown: str) -> Iterator[Union[str, BadLine]]:
             except UnicodeDecodeError as exc:
                 yield BadLine(shown, lineno, exc)
                 continue
-            yield normalize(text)
+            yield text.rstrip("\r\n") if keep_raw else normalize(text)
 
 
 def _count_rest(it: Iterator) -> int:
@@ -363,14 +364,12 @@ def read_sgm(path: str, shown: str) -> List[Tuple[Tuple[str, str], str]]:
 
 
 def read_lines_strict(path: str, shown: str, keep_raw: bool = False) -> List[str]:
+    """All lines of :func:`read_lines`; the first that is not UTF-8 is an error."""
     out = []
-    with _open_bytes(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise PipelineError(BadLine(shown, lineno, exc).message()) from exc
-            out.append(text.rstrip("\r\n") if keep_raw else normalize(text))
+    for line in read_lines(path, shown, keep_raw):
+        if isinstance(line, BadLine):
+            raise PipelineError(line.message()) from line.exc
+        out.append(line)
     return out
 
 
@@ -601,11 +600,11 @@ def read_hypotheses(path: str, expected: int) -> List[str]:
                 continue
             idx = int(m.group(1))
             if idx in hyps:
-                raise PipelineError(f"{path}: two hypotheses for sentence {idx} " "(use --nbest 1)")
+                raise PipelineError(f"{path}: two hypotheses for sentence {idx} (use --nbest 1)")
             hyps[idx] = m.group(3)
     missing_ids = sorted(set(range(expected)) - set(hyps))
     extra = sorted(set(hyps) - set(range(expected)))
-    if missing_ids or extra or len(hyps) != expected:
+    if missing_ids or extra:
         head = ", ".join(map(str, missing_ids[:5])) + (" ..." if len(missing_ids) > 5 else "")
         raise PipelineError(
             f"fairseq-generate wrote {len(hyps)} hypotheses for {expected} source "
@@ -659,7 +658,7 @@ def score(args: argparse.Namespace) -> Dict[str, object]:
         n_src = len(read_lines_strict(args.raw_src, args.raw_src))
         if n_src != expected:
             raise PipelineError(
-                f"{args.raw_src} has {n_src} lines but {args.raw_ref} " f"has {expected}"
+                f"{args.raw_src} has {n_src} lines but {args.raw_ref} has {expected}"
             )
     pieces = read_hypotheses(args.generate_output, expected)
     hyps = decode_subwords(pieces, args.spm_model, args.subword, args.tgt)
