@@ -22,29 +22,18 @@ is translated, and that mismatched data is refused with one line.
 
 import os
 import re
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
+from runner import REPO, USER_DIR
+from runner import run as run_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-USER_DIR = os.path.join(REPO, "veco_plugin")
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")
-BIN = os.path.dirname(sys.executable)
 N_TEST = 13
 
 
 def _run(script, *args, check=True):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)  # the plugin's shim must suffice
-    proc = subprocess.run(
-        [os.path.join(BIN, script), *map(str, args)], capture_output=True, text=True, env=env
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{script} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    return proc
+    return run_script(script, list(args), check=check)
 
 
 def _write_dictionary(path, files):

@@ -18,9 +18,7 @@ import subprocess
 import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-import wmt_fixture  # noqa: E402
+import wmt_fixture
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 SCRIPTS = os.path.join(ROOT, "scripts")

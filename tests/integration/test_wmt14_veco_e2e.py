@@ -30,10 +30,8 @@ import subprocess
 import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-import wmt_fixture  # noqa: E402
-from runner import REPO, USER_DIR, env, json_logs, pretrain_args, run  # noqa: E402
+import wmt_fixture
+from runner import REPO, USER_DIR, env, json_logs, pretrain_args, run
 
 SCRIPTS = os.path.join(REPO, "scripts")
 N_TEST = 203
@@ -56,9 +54,9 @@ def bash(script, *args):
         text=True,
         env=env(PYTHON=sys.executable),
     )
-    assert proc.returncode == 0, (
-        f"{script} failed ({proc.returncode}):\n" f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    )
+    assert (
+        proc.returncode == 0
+    ), f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 
 

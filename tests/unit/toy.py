@@ -26,7 +26,7 @@ class ToyTask:
         return self._max
 
 
-def model_args(arch: str, model: str = "veco", **overrides) -> argparse.Namespace:
+def model_args(arch: str, **overrides) -> argparse.Namespace:
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, ["DATA", "--arch", arch, "--task", "masked_lm"])
     args.max_positions = 64
