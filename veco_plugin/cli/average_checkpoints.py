@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .common import run_cli
+from .common import cfg_value, checkpoint_model_cfg, run_cli
 
 logger = logging.getLogger("veco_plugin.cli.average_checkpoints")
 
@@ -92,28 +92,11 @@ def select_checkpoints(
     return [path for _, path in found[-num:]]
 
 
-def _model_cfg(state: Dict[str, Any]) -> Any:
-    cfg = state.get("cfg")
-    if cfg is not None and cfg.get("model") is not None:
-        return cfg["model"]
-    return state.get("args")
-
-
 def checkpoint_arch(state: Dict[str, Any]) -> Optional[str]:
     """Architecture name in a checkpoint (``args.arch`` or ``cfg.model._name``)."""
-    model_cfg = _model_cfg(state)
-    if model_cfg is None:
-        return None
+    model_cfg = checkpoint_model_cfg(state)
     for key in ("arch", "_name"):
-        try:
-            value = getattr(model_cfg, key, None)
-        except Exception:  # omegaconf struct mode raises on unknown keys
-            value = None
-        if value is None and hasattr(model_cfg, "get"):
-            try:
-                value = model_cfg.get(key)
-            except Exception:
-                value = None
+        value = cfg_value(model_cfg, key)
         if value:
             return str(value)
     return None

@@ -51,13 +51,13 @@ from veco_plugin.nmt_init import (
     parse_decoder_layers,
 )
 
-from .common import run_cli
+from ..data.dictionary import MASK, load_dictionary_with_mask
+from .common import cfg_value, checkpoint_model_cfg, run_cli
 
 logger = logging.getLogger("veco_plugin.cli.init_nmt")
 
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = "veco_transformer"
-MASK = "<mask>"
 _EMBED = re.compile(r"^(encoder|decoder)\.sentence_encoder\.embed_tokens\.weight$")
 
 
@@ -70,22 +70,6 @@ class _DictionaryTask:
 
     def max_positions(self):
         return self._max_positions
-
-
-def _model_args(state: Dict[str, Any]) -> Optional[Any]:
-    cfg = state.get("cfg")
-    if cfg is not None and cfg.get("model") is not None:
-        return cfg["model"]
-    return state.get("args")
-
-
-def _get(obj: Any, key: str, default=None):
-    if obj is None:
-        return default
-    value = getattr(obj, key, None)
-    if value is None and hasattr(obj, "get"):
-        value = obj.get(key)
-    return default if value is None else value
 
 
 def pretrained_sizes(model_state: Dict[str, torch.Tensor], model_args: Any) -> Dict[str, int]:
@@ -109,7 +93,7 @@ def pretrained_sizes(model_state: Dict[str, torch.Tensor], model_args: Any) -> D
         "layers": layers,
         "dim": int(dim),
         "ffn": int(fc1.shape[0]),
-        "heads": int(_get(model_args, "encoder_attention_heads", 0) or 0),
+        "heads": int(cfg_value(model_args, "encoder_attention_heads", 0) or 0),
         "rows": int(rows),
         "position_rows": int(positions.shape[0]),
     }
@@ -189,14 +173,6 @@ def normalize_pretrained(
     return state
 
 
-def load_dictionary(path: str):
-    from fairseq.data import Dictionary
-
-    dictionary = Dictionary.load(path)
-    dictionary.add_symbol(MASK)
-    return dictionary
-
-
 def find_dictionary(explicit: Optional[str], pretrained: str, state: Dict[str, Any]) -> str:
     if explicit:
         if not os.path.isfile(explicit):
@@ -205,7 +181,7 @@ def find_dictionary(explicit: Optional[str], pretrained: str, state: Dict[str, A
     candidates = [os.path.join(os.path.dirname(os.path.abspath(pretrained)), "dict.txt")]
     cfg = state.get("cfg")
     task = cfg.get("task") if cfg is not None else None
-    data = _get(task, "data") or _get(state.get("args"), "data")
+    data = cfg_value(task, "data") or cfg_value(state.get("args"), "data")
     if data:
         candidates.append(os.path.join(str(data).split(os.pathsep)[0], "dict.txt"))
     for path in candidates:
@@ -242,7 +218,7 @@ def target_dictionary(args: argparse.Namespace, state: Dict[str, Any], rows: int
         if reduced.symbols != symbols:
             raise NmtInitError(f"--vocab-map {args.vocab_map}: repeated symbols")
         try:
-            full = load_dictionary(find_dictionary(args.dict, args.pretrained, state))
+            full = load_dictionary_with_mask(find_dictionary(args.dict, args.pretrained, state))
         except NmtInitError:
             if args.dict:
                 raise
@@ -256,7 +232,7 @@ def target_dictionary(args: argparse.Namespace, state: Dict[str, Any], rows: int
                 )
         return reduced, keep
     path = find_dictionary(args.dict, args.pretrained, state)
-    dictionary = load_dictionary(path)
+    dictionary = load_dictionary_with_mask(path)
     if len(dictionary) != rows:
         raise NmtInitError(
             f"{path} has {len(dictionary)} types with {MASK} but the checkpoint's embeddings "
@@ -386,7 +362,7 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
         raise NmtInitError(f"{args.pretrained}: cannot load ({exc})") from None
     if not isinstance(state, dict) or "model" not in state:
         raise NmtInitError(f"{args.pretrained} has no 'model' entry: not a fairseq checkpoint")
-    model_args = _model_args(state)
+    model_args = checkpoint_model_cfg(state)
     sizes = pretrained_sizes(state["model"], model_args)
     arch = resolve_arch(args.arch, sizes)
     layers = parse_decoder_layers(args.decoder_layers, sizes["layers"])

@@ -29,11 +29,11 @@ import os
 from collections import Counter
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from ..data.dictionary import MASK, load_dictionary_with_mask
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.reduce_vocab")
 
-MASK = "<mask>"
 MAP_NAME = "vocab_map.tsv"
 DICT_NAME = "dict.txt"
 
@@ -137,14 +137,11 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> List[int]:
-    from fairseq.data import Dictionary
-
     if args.min_count < 1:
         raise ReduceVocabError("--min-count must be >= 1")
     if not os.path.isfile(args.dict):
         raise ReduceVocabError(f"--dict {args.dict}: no such file")
-    dictionary = Dictionary.load(args.dict)
-    dictionary.add_symbol(MASK)
+    dictionary = load_dictionary_with_mask(args.dict)
     counts: Counter = Counter()
     for path in args.data:
         if not os.path.isfile(path):

@@ -17,17 +17,13 @@ subset keeps the multiple; every other iterator uses 1.
 """
 
 import inspect
-import logging
 import os
 from dataclasses import dataclass, field
 
-from fairseq.data import Dictionary
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-logger = logging.getLogger(__name__)
-
-MASK = "<mask>"
+from ..data.dictionary import load_dictionary_with_mask
 
 
 @dataclass
@@ -49,9 +45,7 @@ class TranslationFromPretrainedVecoTask(TranslationTask):
     @classmethod
     def load_dictionary(cls, filename):
         """The pre-training dictionary: ``filename`` + ``<mask>`` (veco_pretraining)."""
-        dictionary = Dictionary.load(filename)
-        dictionary.add_symbol(MASK)
-        return dictionary
+        return load_dictionary_with_mask(filename)
 
     @classmethod
     def setup_task(cls, cfg: TranslationFromPretrainedVecoConfig, **kwargs):

@@ -23,6 +23,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
+from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
 from ..data.zip_dataset import VecoZipDataset
@@ -71,7 +72,7 @@ class VecoPretrainingTask(FairseqTask):
     def __init__(self, cfg: VecoPretrainingConfig, dictionary: Dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary
-        self.mask_idx = dictionary.index("<mask>")
+        self.mask_idx = dictionary.index(MASK)
         self.mono_langs = _split_list(cfg.mono_langs)
         self.bi_pairs = _split_list(cfg.bi_pairs)
 
@@ -85,8 +86,7 @@ class VecoPretrainingTask(FairseqTask):
                 f"{path} not found: DATA must hold the shared dictionary "
                 "(the pre-trained model's dict.txt)"
             )
-        dictionary = Dictionary.load(path)
-        dictionary.add_symbol("<mask>")
+        dictionary = load_dictionary_with_mask(path)
         logger.info("dictionary: %d types (with <mask>)", len(dictionary))
         return cls(cfg, dictionary)
 
