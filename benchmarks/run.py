@@ -196,6 +196,7 @@ def run_rounds(variants: Dict[str, Callable[[], Dict]], rounds: int) -> Dict[str
 
 def pretraining(a) -> Dict[str, float]:
     from fairseq import criterions, models
+    from fairseq.criterions.masked_lm import MaskedLmConfig
 
     from veco_plugin.criterions.ca_mlm import CaMlmCriterion
     from veco_plugin.criterions.tlm import TlmCriterion
@@ -214,8 +215,6 @@ def pretraining(a) -> Dict[str, float]:
         .build_model(fairseq_args("roberta", size_flags(a)), task)
         .to(a.device)
     )
-    from fairseq.criterions.masked_lm import MaskedLmConfig
-
     masked_lm = criterions.CRITERION_REGISTRY["masked_lm"](MaskedLmConfig(tpu=False), task)
 
     def mlm_loss(model):
