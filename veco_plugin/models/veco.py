@@ -67,7 +67,8 @@ class VecoModel(RobertaModel):
             stop_gradient: treat H^L as a constant in the cross terms (paper §2.2)
             need_h / need_s: which logits to compute (the other is None)
         Returns:
-            ``(h_logits, s_logits)``: (M, V) each, M = masked positions;
+            ``(h_logits, s_logits)``: (M, V) each, M = masked positions in row-major
+            order (x's before y's); (2B, T, V) when ``masked_tokens`` is None.
             h gives P(x|x̂), P(y|ŷ) (eqs. 10-11); s gives P(x|ŷ,x̂), P(y|x̂,ŷ) (eqs. 12-13).
         """
         encoder = self.sentence_encoder

@@ -26,13 +26,16 @@ class VecoTransformerEncoder(TransformerEncoder):
         if positions is None:
             x, _ = self.forward_embedding(tokens)
         else:
+            # forward_embedding with the given positions: LearnedPositionalEmbedding only
+            # takes explicit positions without a padding_idx, so look its table up
+            # directly (same weights, same offset).
             x = self.embed_scale * self.embed_tokens(tokens)
-            # LearnedPositionalEmbedding only takes explicit positions without a
-            # padding_idx, so look its table up directly (same weights, same offset).
             x = x + F.embedding(positions, self.embed_positions.weight, self.padding_idx)
             if self.layernorm_embedding is not None:
                 x = self.layernorm_embedding(x)
             x = self.dropout_module(x)
+            if self.quant_noise is not None:
+                x = self.quant_noise(x)
         return x * tokens.ne(self.padding_idx).unsqueeze(-1).type_as(x)
 
     def forward_stream(
