@@ -307,24 +307,17 @@ def make_locale(root: Path, names=("alpha", "beta", "gamma", "delta", "eps", "ze
         write_mo(root / "de" / "LC_MESSAGES" / f"{name}.mo", entries)
 
 
+def run_on_hand_made(locale, out):
+    """The CLI on ``make_locale``'s catalogs: 9 test pairs, 6 valid."""
+    args = ["--tgt-lang", "de", "--locale-dir", str(locale), "--output", str(out)]
+    return gc.cli_main(args + ["--test-size", "9", "--valid-size", "6"])
+
+
 def test_splits_and_dedupe_on_hand_made_catalogs(tmp_path, capsys):
     make_locale(tmp_path / "locale")
     out = tmp_path / "out"
     # 9 pairs per catalog: one catalog fills test (9), the next valid (6 new English).
-    rc = gc.cli_main(
-        [
-            "--tgt-lang",
-            "de",
-            "--locale-dir",
-            str(tmp_path / "locale"),
-            "--output",
-            str(out),
-            "--test-size",
-            "9",
-            "--valid-size",
-            "6",
-        ]
-    )
+    rc = run_on_hand_made(tmp_path / "locale", out)
     assert rc == 0
     summary = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in summary] == [
@@ -359,20 +352,7 @@ def test_unreadable_catalog_is_skipped(tmp_path, capsys):
     bad = tmp_path / "locale" / "de" / "LC_MESSAGES" / "broken.mo"
     bad.write_bytes(b"this is not a catalog")
     out = tmp_path / "out"
-    rc = gc.cli_main(
-        [
-            "--tgt-lang",
-            "de",
-            "--locale-dir",
-            str(tmp_path / "locale"),
-            "--output",
-            str(out),
-            "--test-size",
-            "9",
-            "--valid-size",
-            "6",
-        ]
-    )
+    rc = run_on_hand_made(tmp_path / "locale", out)
     assert rc == 0
     assert "skipped catalog broken" in capsys.readouterr().err
     assert "broken" in json.loads((out / "catalogs.json").read_text())["skipped"]
@@ -380,19 +360,6 @@ def test_unreadable_catalog_is_skipped(tmp_path, capsys):
 
 def test_everything_held_out_is_an_error(tmp_path, capsys):
     make_locale(tmp_path / "locale", names=("alpha", "beta"))
-    rc = gc.cli_main(
-        [
-            "--tgt-lang",
-            "de",
-            "--locale-dir",
-            str(tmp_path / "locale"),
-            "--output",
-            str(tmp_path / "out"),
-            "--test-size",
-            "9",
-            "--valid-size",
-            "6",
-        ]
-    )
+    rc = run_on_hand_made(tmp_path / "locale", tmp_path / "out")
     assert rc == 2
     assert "--valid-size" in capsys.readouterr().err
