@@ -1,1 +1,1 @@
-"""Dataset wrappers: pairing, masking, collation."""
+"""Dataset wrappers (pairing, masking, collation) and the pre-training dictionary."""
