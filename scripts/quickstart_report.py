@@ -30,6 +30,8 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from veco_plugin import fairseq_logs
+
 PROG = "quickstart_report.py"
 
 LABELS = {
@@ -68,38 +70,12 @@ def stage_seconds(run: str, stage: str) -> Optional[float]:
     return float(stamp["seconds"])
 
 
-def _number(value: Any) -> Any:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return value
-
-
 def json_records(path: str, tag: str) -> List[Dict[str, Any]]:
-    """fairseq ``--log-format json`` records of one kind (``valid``, ``train_inner``).
-
-    The ``<tag>_`` prefix of epoch/valid records is dropped: ``valid_loss`` -> ``loss``.
-    """
+    """fairseq ``--log-format json`` records of one kind in the log file ``path``."""
     if not os.path.isfile(path):
         raise ReportError(f"{path} not found: did the stage run?")
-    records = []
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            start = line.find("{")
-            if start < 0 or f"| {tag} |" not in line:
-                continue
-            try:
-                record = json.loads(line[start:])
-            except json.JSONDecodeError:
-                continue
-            prefix = tag + "_"
-            records.append(
-                {
-                    (k[len(prefix) :] if k.startswith(prefix) else k): _number(v)
-                    for k, v in record.items()
-                }
-            )
-    return records
+        return fairseq_logs.json_records(f, tag)
 
 
 def learning_curve(log: str) -> List[Dict[str, Any]]:

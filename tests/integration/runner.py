@@ -1,10 +1,11 @@
 """Run the real console scripts of this environment and read fairseq's JSON logs."""
 
-import json
 import os
 import subprocess
 import sys
 from typing import Dict, List
+
+from veco_plugin.fairseq_logs import json_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 USER_DIR = os.path.join(REPO, "veco_plugin")
@@ -37,30 +38,7 @@ def run(script: str, args: List[str], check: bool = True, **kw) -> subprocess.Co
 
 def json_logs(output: str, tag: str = "train_inner") -> List[Dict]:
     """fairseq ``--log-format json`` records of one kind (train_inner, valid, train)."""
-    records = []
-    for line in output.splitlines():
-        start = line.find("{")
-        if start < 0 or f"| {tag} |" not in line:
-            continue
-        try:
-            record = json.loads(line[start:])
-        except json.JSONDecodeError:
-            continue
-        # epoch summaries prefix their keys with the tag ("train_loss"): drop it
-        records.append(
-            {
-                k[len(tag) + 1 :] if k.startswith(tag + "_") else k: _num(v)
-                for k, v in record.items()
-            }
-        )
-    return records
-
-
-def _num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return v
+    return json_records(output.splitlines(), tag)
 
 
 def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra) -> List[str]:
