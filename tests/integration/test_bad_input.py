@@ -5,23 +5,23 @@ import shutil
 from runner import json_logs, pretrain_args, run
 
 
-def _last_error_line(stderr: str) -> str:
-    return [line for line in stderr.strip().splitlines() if line.strip()][-1]
+def _train_error(args) -> str:
+    """Run fairseq-train expecting failure; return the last line it printed on stderr."""
+    proc = run("fairseq-train", args, check=False)
+    assert proc.returncode != 0, "fairseq-train should have refused this input"
+    return [line for line in proc.stderr.strip().splitlines() if line.strip()][-1]
 
 
 def test_missing_language(pretrain_data, tmp_path):
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2)
     args[args.index("--mono-langs") + 1] = "en,fr"
-    proc = run("fairseq-train", args, check=False)
-    assert proc.returncode != 0
-    line = _last_error_line(proc.stderr)
+    line = _train_error(args)
     assert "mono/fr/" in line and "fairseq-preprocess --only-source" in line
 
 
 def test_missing_split(pretrain_data, tmp_path):
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, "--valid-subset", "test")
-    proc = run("fairseq-train", args, check=False)
-    assert proc.returncode != 0 and "test" in _last_error_line(proc.stderr)
+    assert "test" in _train_error(args)
 
 
 def test_misaligned_bilingual_sides_name_the_carriage_return(pretrain_data, tmp_path):
@@ -51,9 +51,8 @@ def test_misaligned_bilingual_sides_name_the_carriage_return(pretrain_data, tmp_
             data / "bi" / "en-de",
         ],
     )
-    proc = run("fairseq-train", pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2), check=False)
-    line = _last_error_line(proc.stderr)
-    assert proc.returncode != 0 and "train.en-de" in line and "carriage return" in line
+    line = _train_error(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
+    assert "train.en-de" in line and "carriage return" in line
 
 
 def test_data_binarized_with_another_dictionary(pretrain_data, tmp_path):
@@ -61,9 +60,8 @@ def test_data_binarized_with_another_dictionary(pretrain_data, tmp_path):
     shutil.copytree(pretrain_data, data)
     with open(data / "mono" / "de" / "dict.txt", "a", encoding="utf-8") as f:
         f.write("extra-symbol 1\n")
-    proc = run("fairseq-train", pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2), check=False)
-    line = _last_error_line(proc.stderr)
-    assert proc.returncode != 0 and "mono/de/dict.txt differs" in line and "--srcdict" in line
+    line = _train_error(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
+    assert "mono/de/dict.txt differs" in line and "--srcdict" in line
 
 
 def test_long_and_empty_lines_in_training_and_validation(pretrain_data, tmp_path):
