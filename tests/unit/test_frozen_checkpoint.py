@@ -7,6 +7,7 @@ import sys
 
 import torch
 from fairseq import checkpoint_utils
+from toy import stream_logits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FROZEN = os.path.join(HERE, "..", "fixtures", "checkpoints", "veco_tiny")
@@ -26,7 +27,7 @@ def _streams(model, task):
     tokens[:, 0], tokens[:, -1] = d.bos(), d.eos()
     tokens[1, -3:] = d.pad()
     with torch.no_grad():
-        h, s = model.forward_two_stream(tokens)
+        h, s = stream_logits(model, tokens)
     return {"tokens": tokens, "h": h, "s": s}
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, LanguagePairDataset
-from toy import ToyTask, build, model_args, random_tokens, toy_dictionary
+from toy import ToyTask, build, model_args, random_tokens, stream_logits, toy_dictionary
 
 from veco_plugin.cli import init_nmt
 from veco_plugin.models.veco_transformer import VecoTransformerModel
@@ -59,7 +59,7 @@ def streams(veco, nmt, x, y):
     pad = enc.padding_idx
     with torch.no_grad():
         h = enc(x)["encoder_out"][0]  # (Tx, B, C)
-        s = enc.forward_stream(y, h, x.eq(pad))  # (Ty, B, C)
+        s, _ = enc.forward_stream(y, h, x.eq(pad))  # (Ty, B, C)
         encoder_out = nmt.encoder(x, src_lengths=x.ne(pad).sum(1))
         features, _ = nmt.decoder(
             y, encoder_out=encoder_out, features_only=True, full_context_alignment=True
@@ -100,11 +100,11 @@ def test_encoder_is_h_stream_and_decoder_is_s_stream(spec, tied):
             sub_state.update({k.replace(old, new): v for k, v in full.items() if old in k})
         sub.load_state_dict(sub_state, strict=True)
         with torch.no_grad():
-            s_sub = sub.sentence_encoder.forward_stream(y, h, x.eq(d.pad()))
+            s_sub, _ = sub.sentence_encoder.forward_stream(y, h, x.eq(d.pad()))
         assert max_diff(dec, s_sub, y, d.pad()) <= TOL
 
 
-def test_logits_match_forward_two_stream():
+def test_logits_match_two_stream_forward():
     """Through the public API: H logits of x and S logits of y (rows B: of the pair)."""
     d = toy_dictionary()
     veco = build("veco_tiny", d, seed=11).eval()
@@ -112,7 +112,7 @@ def test_logits_match_forward_two_stream():
     pair = random_tokens(d, 6, 9, seed=4, pad_tail=2)  # rows 0-2 = x, rows 3-5 = y
     x, y = pair[:3], pair[3:]
     with torch.no_grad():
-        h_logits, s_logits = veco.forward_two_stream(pair)  # (6, T, V) each
+        h_logits, s_logits = stream_logits(veco, pair)  # (6, T, V) each
         _, _, enc, dec = streams(veco, nmt, x, y)
         lm = veco.encoder.output_layer
         keep_x, keep_y = x.ne(d.pad()), y.ne(d.pad())

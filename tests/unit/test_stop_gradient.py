@@ -46,7 +46,7 @@ def test_cross_terms_equal_hand_detached_h():
     enc = model.encoder.sentence_encoder
     tokens, target = batch["pair_tokens"], batch["pair_target"]
     h = enc(tokens)["encoder_out"][0].detach()  # H^L detached by hand
-    s = enc.forward_stream(tokens, swap_halves(h, 1), swap_halves(tokens.eq(d.pad()), 0))
+    s, _ = enc.forward_stream(tokens, swap_halves(h, 1), swap_halves(tokens.eq(d.pad()), 0))
     masked = target.ne(d.pad())
     logits = model.encoder.output_layer(s.transpose(0, 1), masked)
     F.cross_entropy(logits, target[masked], reduction="sum").backward()
@@ -60,11 +60,13 @@ def test_cross_terms_equal_hand_detached_h():
 def _grad_at_h(model, criterion, batch):
     captured = {}
 
-    def keep(module, args, out):
-        out["encoder_out"][0].retain_grad()
-        captured["h"] = out["encoder_out"][0]
+    def keep(module, args, kwargs, out):
+        if "memory" not in kwargs:  # the last plug-out layer: H^L
+            out.retain_grad()
+            captured["h"] = out
 
-    handle = model.encoder.sentence_encoder.register_forward_hook(keep)
+    last = model.encoder.sentence_encoder.layers[-1]
+    handle = last.register_forward_hook(keep, with_kwargs=True)
     loss, _, _ = criterion(model, {"mono": batch})
     loss.backward()
     handle.remove()

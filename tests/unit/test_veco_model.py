@@ -1,7 +1,7 @@
 """The veco model: shapes, plug-out == fairseq roberta, plug-in == eqs. (6)-(9)."""
 
 import torch
-from toy import build, random_tokens, toy_dictionary
+from toy import build, random_tokens, stream_logits, toy_dictionary
 
 
 def test_shapes_and_layout():
@@ -10,8 +10,17 @@ def test_shapes_and_layout():
     tokens = random_tokens(d, 4, 9)
     logits, _ = model(tokens)
     assert logits.shape == (4, 9, len(d))
-    h, s = model.forward_two_stream(tokens, masked_tokens=tokens.ne(d.pad()))
-    assert h.shape == s.shape == (36, len(d))
+    out = model(
+        requests={
+            "pairs": {"mode": "two_stream", "tokens": tokens, "masked": tokens.ne(d.pad())},
+            "concat": {"mode": "plug_out", "tokens": tokens, "layers": (0, 1, 2)},
+            "rows": {"mode": "embed", "ids": tokens[0]},
+        }
+    )
+    assert out["pairs"]["h_logits"].shape == out["pairs"]["s_logits"].shape == (36, len(d))
+    assert [h.shape for h in out["concat"]["hidden"].values()] == [(4, 9, 64)] * 3
+    assert "logits" not in out["concat"]
+    assert out["rows"]["embeddings"].shape == (9, 64)
     keys = model.state_dict().keys()
     assert "encoder.sentence_encoder.layers.1.cross_attn.k_proj.weight" in keys
     assert "encoder.sentence_encoder.layers.1.cross_attn_layer_norm.weight" in keys
@@ -64,12 +73,12 @@ def test_plug_in_is_eqs_6_to_9_with_last_layer_of_paired_sequence():
     enc = model.encoder.sentence_encoder
     with torch.no_grad():
         h = enc(pair)["encoder_out"][0]  # (T, 4, C)
-        _, s_logits = model.forward_two_stream(pair, masked_tokens=None)
+        _, s_logits = stream_logits(model, pair)
         pad = pair.eq(d.pad())
         # x rows attend to H^L of y rows and vice versa
         s_x = _reference_s_stream(model, pair[:2], h[:, 2:], pad[2:])
         s_y = _reference_s_stream(model, pair[2:], h[:, :2], pad[:2])
-        ref = model.encoder.output_layer(torch.cat([s_x, s_y], 1).transpose(0, 1))
+        ref = model.encoder.output_layer(torch.cat([s_x, s_y], 1).transpose(0, 1))  # (4, T, V)
     torch.testing.assert_close(s_logits, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -80,8 +89,27 @@ def test_plug_in_depends_on_the_paired_sequence_only_through_cross_attention():
     other = pair.clone()
     other[1, 2:6] = torch.randint(d.nspecial, len(d) - 1, (4,))
     with torch.no_grad():
-        h1, s1 = model.forward_two_stream(pair)
-        h2, s2 = model.forward_two_stream(other)
+        h1, s1 = stream_logits(model, pair)
+        h2, s2 = stream_logits(model, other)
     # (2B, T, V) logits; H of x (row 0) ignores y, S of x (row 0) sees the changed y
     torch.testing.assert_close(h1[0], h2[0])
     assert not torch.allclose(s1[0], s2[0])
+
+
+def test_plug_out_request_equals_roberta_forward_and_keeps_layers():
+    d = toy_dictionary()
+    model = build("veco_tiny", d, seed=6).eval()
+    tokens = random_tokens(d, 3, 10, pad_tail=2)
+    masked = tokens.ne(d.pad())
+    with torch.no_grad():
+        logits, extra = model(tokens, return_all_hiddens=True)
+        out = model(
+            requests={
+                "x": {"mode": "plug_out", "tokens": tokens, "masked": masked, "layers": (1, 2)}
+            }
+        )["x"]
+    torch.testing.assert_close(out["logits"], logits[masked], rtol=0, atol=0)
+    for layer in (1, 2):  # fairseq's inner_states[l] is (T, B, C)
+        torch.testing.assert_close(
+            out["hidden"][layer], extra["inner_states"][layer].transpose(0, 1), rtol=0, atol=0
+        )

@@ -53,3 +53,13 @@ def random_tokens(dictionary, batch: int, length: int, seed: int = 0, pad_tail: 
         t[1::2, -pad_tail - 1] = dictionary.eos()
         t[1::2, -pad_tail:] = dictionary.pad()
     return t
+
+
+def stream_logits(model, tokens, **options):
+    """H- and S-stream LM logits (2B, T, V) at every position of the stacked pairs
+    ``tokens`` (2B, T), through the model's one entry point."""
+    every = torch.ones_like(tokens, dtype=torch.bool)
+    out = model(
+        requests={"p": {"mode": "two_stream", "tokens": tokens, "masked": every, **options}}
+    )
+    return tuple(out["p"][k].view(*tokens.shape, -1) for k in ("h_logits", "s_logits"))

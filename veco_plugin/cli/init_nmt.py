@@ -150,11 +150,11 @@ def resolve_arch(requested: Optional[str], sizes: Dict[str, int]) -> str:
 def normalize_pretrained(
     model_state: Dict[str, torch.Tensor], sizes: Dict[str, int], padding_idx: int
 ) -> Dict[str, torch.Tensor]:
-    """fairseq's own ``upgrade_state_dict`` of a ``veco`` model of these sizes (renames
-    ``decoder.`` -> ``encoder.``, ``emb_layer_norm``, splits fused in-projections)."""
+    """The layout upgrade ``--pretrained-xlmr`` uses (``upgrade_pretrained_state``), on a
+    ``veco`` model of these sizes."""
     from fairseq.data import Dictionary
 
-    from veco_plugin.models.veco import VecoModel
+    from veco_plugin.models.veco import VecoModel, upgrade_pretrained_state
 
     dictionary = Dictionary()
     while len(dictionary) < sizes["rows"]:
@@ -168,9 +168,7 @@ def normalize_pretrained(
         max_positions=max_positions,
     )
     model = VecoModel.build_model(args, _DictionaryTask(dictionary, max_positions))
-    state = dict(model_state)
-    model.upgrade_state_dict(state)
-    return state
+    return upgrade_pretrained_state(model, model_state)
 
 
 def find_dictionary(explicit: Optional[str], pretrained: str, state: Dict[str, Any]) -> str:

@@ -2,10 +2,17 @@
 
 from dataclasses import dataclass, field
 
+import torch
 from fairseq.criterions import register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at, tlm_term
+from .masked_terms import (
+    MaskedTermsCriterion,
+    masked_cross_entropy,
+    targets_at,
+    tlm_request,
+    tlm_term,
+)
 
 
 @dataclass
@@ -53,22 +60,33 @@ class CaMlmCriterion(MaskedTermsCriterion):
     def weight(self, term):
         return self.weights[term.rsplit("_", 1)[-1]]
 
-    def add_terms(self, model, kind, batch, terms):
+    def requests(self, kind, batch):
+        out = {}
         if self.weights["mlm"] or self.weights["ca"]:
-            # pair_target (2B, T): rows :B are x, rows B: the paired y
-            masked, gold = targets_at(batch["pair_target"], self.padding_idx)
-            h_logits, s_logits = model.forward_two_stream(
-                batch["pair_tokens"],
-                masked_tokens=masked,
-                stop_gradient=self.stop_gradient,
-                need_h=self.weights["mlm"] != 0,
-                need_s=self.weights["ca"] != 0,
-            )
-            # logits (M, V) follow the masked positions row by row: x's come first
-            n_x = int(masked[: masked.size(0) // 2].sum())
-            for stream, logits in (("mlm", h_logits), ("ca", s_logits)):
-                if logits is not None:
-                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits[:n_x], gold[:n_x])
-                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits[n_x:], gold[n_x:])
+            # pair_tokens/pair_target (2B, T): rows :B are x, rows B: the paired y
+            out[f"{kind}_streams"] = {
+                "mode": "two_stream",
+                "tokens": batch["pair_tokens"],
+                "masked": batch["pair_target"].ne(self.padding_idx),
+                "stop_gradient": self.stop_gradient,
+                "need_h": self.weights["mlm"] != 0,
+                "need_s": self.weights["ca"] != 0,
+            }
         if kind == "bi" and self.weights["tlm"]:
-            terms["bi_tlm"] = tlm_term(model, batch, self.padding_idx, self.tlm_reset_positions)
+            out["bi_tlm"] = tlm_request(batch, self.padding_idx, self.tlm_reset_positions)
+        return out
+
+    def add_terms(self, kind, batch, outputs, terms):
+        if f"{kind}_streams" in outputs:
+            masked, gold = targets_at(batch["pair_target"], self.padding_idx)
+            # logits (M, V) follow the masked positions row by row: x's come first
+            n_x = masked[: masked.size(0) // 2].sum()
+            is_x = torch.arange(gold.numel(), device=gold.device) < n_x
+            streams = outputs[f"{kind}_streams"]
+            for stream, key in (("mlm", "h_logits"), ("ca", "s_logits")):
+                if key in streams:
+                    logits = streams[key]
+                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits, gold, is_x)
+                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits, gold, ~is_x)
+        if "bi_tlm" in outputs and kind == "bi":
+            terms["bi_tlm"] = tlm_term(batch, outputs["bi_tlm"], self.padding_idx)

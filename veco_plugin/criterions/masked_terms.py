@@ -1,41 +1,65 @@
 """Shared bookkeeping for objectives that sum several masked-LM terms."""
 
 import math
-from typing import Dict, List
+from typing import Any, Dict, List, Optional
 
+import torch
 import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion
 from torch import Tensor
 
 
-def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Tensor]:
-    """Summed CE and accuracy of ``logits`` (M, V) against ``target`` (M,)."""
-    loss = F.cross_entropy(logits.float(), target, reduction="sum")
-    correct = (logits.argmax(-1) == target).sum()
-    return {"loss": loss, "n": target.numel(), "correct": correct}
+def masked_cross_entropy(
+    logits: Tensor, target: Tensor, select: Optional[Tensor] = None
+) -> Dict[str, Any]:
+    """Summed CE and accuracy of ``logits`` (M, V) against ``target`` (M,), over the
+    positions where ``select`` (M,) bool is True (all if None). No host sync."""
+    loss = F.cross_entropy(logits.float(), target, reduction="none")
+    correct = logits.argmax(-1) == target
+    if select is None:
+        return {"loss": loss.sum(), "n": target.numel(), "correct": correct.sum()}
+    return {
+        "loss": (loss * select).sum(),
+        "n": select.sum(),
+        "correct": (correct & select).sum(),
+    }
 
 
 class MaskedTermsCriterion(FairseqCriterion):
     """Base of ``ca_mlm`` and ``tlm``: a sample is ``{"mono": batch, "bi": batch}``
-    (either may be absent); subclasses add named terms per sub-batch in
-    ``add_terms``. The loss is the weighted sum of the terms' summed token CE,
+    (either may be absent).
+
+    Subclasses say what each sub-batch needs from the model (``requests``); the
+    model is called **once** per step with all of them (its ``forward`` is what
+    fairseq's DDP wrappers synchronize), then ``add_terms`` turns the outputs into
+    named terms. The loss is the weighted sum of the terms' summed token CE,
     normalised by the number of masked tokens (``sample_size``) exactly as
     fairseq's ``masked_lm``; every term is logged on its own (loss in bits per
     masked token, and accuracy)."""
 
-    def add_terms(self, model, kind: str, batch: Dict, terms: Dict[str, Dict]) -> None:
+    def requests(self, kind: str, batch: Dict) -> Dict[str, Dict[str, Any]]:
+        """Model requests (see ``VecoModel.forward``) for sub-batch ``kind``; their
+        names must be unique across kinds."""
+        raise NotImplementedError
+
+    def add_terms(self, kind: str, batch: Dict, outputs: Dict, terms: Dict[str, Dict]) -> None:
         raise NotImplementedError
 
     def weight(self, term: str) -> float:
         raise NotImplementedError
 
     def forward(self, model, sample, reduce=True):
-        terms: Dict[str, Dict] = {}
-        sample_size = ntokens = nsentences = 0
+        requests: Dict[str, Dict[str, Any]] = {}
         for kind, batch in sample.items():
-            self.add_terms(model, kind, batch, terms)
-            sample_size += int(batch["pair_target"].ne(self.padding_idx).sum())
+            requests.update(self.requests(kind, batch))
+        outputs = model(requests=requests)
+        terms: Dict[str, Dict] = {}
+        sample_size: Any = 0
+        ntokens = nsentences = 0
+        for kind, batch in sample.items():
+            self.add_terms(kind, batch, outputs, terms)
+            sample_size = sample_size + batch["pair_target"].ne(self.padding_idx).sum()
             ntokens += batch["ntokens"]
             nsentences += batch["nsentences"]
         loss = sum(self.weight(name) * t["loss"] for name, t in terms.items())
@@ -54,7 +78,8 @@ class MaskedTermsCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs: List[Dict]) -> None:
         def total(key):
-            return sum(log.get(key, 0) for log in logging_outputs)
+            value = sum(log.get(key, 0) for log in logging_outputs)
+            return value.item() if torch.is_tensor(value) else value
 
         sample_size = total("sample_size")
         metrics.log_scalar(
@@ -82,12 +107,16 @@ def targets_at(target: Tensor, pad: int):
     return masked, target[masked]
 
 
-def tlm_term(model, batch: Dict, pad: int, reset_positions: bool) -> Dict[str, Tensor]:
+def tlm_request(batch: Dict, pad: int, reset_positions: bool) -> Dict[str, Any]:
     """Masked LM over the concatenated pair ``x̂ ‖ ŷ`` (XLM's TLM), ``concat_tokens`` (B, T)."""
-    masked, gold = targets_at(batch["concat_target"], pad)
-    logits = model.forward_concat(
-        batch["concat_tokens"],
-        first_lengths=batch["first_lengths"] if reset_positions else None,
-        masked_tokens=masked,
-    )
-    return masked_cross_entropy(logits, gold)
+    return {
+        "mode": "plug_out",
+        "tokens": batch["concat_tokens"],
+        "masked": batch["concat_target"].ne(pad),
+        "first_lengths": batch["first_lengths"] if reset_positions else None,
+    }
+
+
+def tlm_term(batch: Dict, outputs: Dict, pad: int) -> Dict[str, Any]:
+    _, gold = targets_at(batch["concat_target"], pad)
+    return masked_cross_entropy(outputs["logits"], gold)

@@ -5,7 +5,13 @@ from dataclasses import dataclass, field
 from fairseq.criterions import register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at, tlm_term
+from .masked_terms import (
+    MaskedTermsCriterion,
+    masked_cross_entropy,
+    targets_at,
+    tlm_request,
+    tlm_term,
+)
 
 
 @dataclass
@@ -30,10 +36,17 @@ class TlmCriterion(MaskedTermsCriterion):
     def weight(self, term):
         return 1.0
 
-    def add_terms(self, model, kind, batch, terms):
+    def requests(self, kind, batch):
         if kind == "bi":
-            terms["bi_tlm"] = tlm_term(model, batch, self.padding_idx, self.tlm_reset_positions)
+            return {"bi_tlm": tlm_request(batch, self.padding_idx, self.tlm_reset_positions)}
+        masked = batch["pair_target"].ne(self.padding_idx)
+        return {
+            f"{kind}_mlm": {"mode": "plug_out", "tokens": batch["pair_tokens"], "masked": masked}
+        }
+
+    def add_terms(self, kind, batch, outputs, terms):
+        if kind == "bi":
+            terms["bi_tlm"] = tlm_term(batch, outputs["bi_tlm"], self.padding_idx)
         else:
-            masked, gold = targets_at(batch["pair_target"], self.padding_idx)
-            logits, _ = model(batch["pair_tokens"], masked_tokens=masked)
-            terms[f"{kind}_mlm"] = masked_cross_entropy(logits, gold)
+            _, gold = targets_at(batch["pair_target"], self.padding_idx)
+            terms[f"{kind}_mlm"] = masked_cross_entropy(outputs[f"{kind}_mlm"]["logits"], gold)

@@ -7,7 +7,7 @@ the cross-attention missing.
 """
 
 import logging
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -33,8 +33,33 @@ class VecoEncoder(RobertaEncoder):
 
 @register_model("veco")
 class VecoModel(RobertaModel):
-    """``forward`` is RoBERTa's (plug-out); ``forward_two_stream`` gives the H and S
-    streams CA-MLM needs; ``forward_concat`` is the TLM input path."""
+    """One entry point, ``forward``, for every objective: fairseq's data-parallel
+    wrappers (``pytorch_ddp``, ``legacy_ddp``, ...) only see and synchronize what
+    passes through it, so a criterion calls the model exactly once per step.
+
+    * ``model(src_tokens, ...)``: RoBERTa's forward (plug-out), unchanged.
+    * ``model(requests={name: request, ...})``: all a training step needs, in one
+      call; returns ``{name: outputs}``. A request is a dict; its ``mode`` says what
+      is computed (tensors are batch-first):
+
+      ``"plug_out"``: the H stream over ``tokens`` (B, T).
+          ``first_lengths`` (B,): positions restart at the second segment of a
+          concatenated pair (XLM's TLM); absent: they run on (VECO).
+          ``masked`` (B, T) bool -> ``logits`` (M, V) at the M masked positions
+          (row-major); ``layers`` (ints) -> ``hidden`` ``{l: (B, T, C)}``
+          (0 = embeddings, L = H^L).
+      ``"two_stream"``: pairs stacked as ``tokens`` (2B, T), rows ``:B`` the x̂,
+          rows ``B:`` the paired ŷ. ``masked`` (2B, T) -> ``h_logits`` (eqs. 10-11)
+          and ``s_logits`` (eqs. 12-13), (M, V) each, x's rows before y's;
+          ``features=True`` -> ``h``, ``s`` (2B, T, C) = H^L and S^L.
+          ``need_h`` / ``need_s`` (default True) select the logits;
+          ``stop_gradient`` (default True) treats H^L as a constant in the S
+          stream (paper §2.2).
+      ``"embed"``: ``ids`` (N,) -> ``embeddings`` (N, C), rows of the input
+          embedding table.
+    """
+
+    MODES = ("plug_out", "two_stream", "embed")
 
     @staticmethod
     def add_args(parser):
@@ -51,58 +76,81 @@ class VecoModel(RobertaModel):
     def sentence_encoder(self) -> VecoTransformerEncoder:
         return self.encoder.sentence_encoder
 
-    def forward_two_stream(
+    def forward(
         self,
-        pair_tokens: Tensor,
-        masked_tokens: Optional[Tensor] = None,
+        src_tokens: Optional[Tensor] = None,
+        features_only: bool = False,
+        return_all_hiddens: bool = False,
+        classification_head_name: Optional[str] = None,
+        requests: Optional[Dict[str, Dict[str, Any]]] = None,
+        **kwargs,
+    ):
+        if requests is None:
+            return super().forward(
+                src_tokens, features_only, return_all_hiddens, classification_head_name, **kwargs
+            )
+        return {name: self._serve(request) for name, request in requests.items()}
+
+    def _serve(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        options = dict(request)
+        mode = options.pop("mode")
+        if mode not in self.MODES:
+            raise ValueError(f"unknown request mode {mode!r}; one of {', '.join(self.MODES)}")
+        return getattr(self, f"_{mode}")(**options)
+
+    def _logits(self, features: Tensor, masked: Optional[Tensor]) -> Tensor:
+        """LM head on ``features`` (B, T, C) at ``masked`` (B, T) -> (M, V)."""
+        return self.encoder.output_layer(features, masked)
+
+    def _plug_out(
+        self,
+        tokens: Tensor,
+        masked: Optional[Tensor] = None,
+        first_lengths: Optional[Tensor] = None,
+        layers: Sequence[int] = (),
+    ) -> Dict[str, Any]:
+        encoder = self.sentence_encoder
+        positions = None
+        if first_lengths is not None:
+            positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
+        last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=layers)
+        out: Dict[str, Any] = {"hidden": {k: v.transpose(0, 1) for k, v in kept.items()}}
+        if masked is not None:
+            out["logits"] = self._logits(last.transpose(0, 1), masked)
+        return out
+
+    def _two_stream(
+        self,
+        tokens: Tensor,
+        masked: Optional[Tensor] = None,
         stop_gradient: bool = True,
         need_h: bool = True,
         need_s: bool = True,
-    ) -> Tuple[Optional[Tensor], Optional[Tensor]]:
-        """H- and S-stream LM logits for a stacked batch of pairs.
-
-        Args:
-            pair_tokens: (2B, T): rows ``:B`` are x̂, rows ``B:`` the paired ŷ
-            masked_tokens: (2B, T) bool; logits only where True (all if None)
-            stop_gradient: treat H^L as a constant in the cross terms (paper §2.2)
-            need_h / need_s: which logits to compute (the other is None)
-        Returns:
-            ``(h_logits, s_logits)``: (M, V) each, M = masked positions in row-major
-            order (x's before y's); (2B, T, V) when ``masked_tokens`` is None.
-            h gives P(x|x̂), P(y|ŷ) (eqs. 10-11); s gives P(x|ŷ,x̂), P(y|x̂,ŷ) (eqs. 12-13).
-        """
+        features: bool = False,
+    ) -> Dict[str, Tensor]:
         encoder = self.sentence_encoder
-        # Without H logits and with the stop-gradient, nothing back-propagates into H.
-        with torch.set_grad_enabled(torch.is_grad_enabled() and (need_h or not stop_gradient)):
-            h = encoder(pair_tokens)["encoder_out"][0]  # (T, 2B, C)
-        h_logits = s_logits = None
-        if need_h:
-            h_logits = self.encoder.output_layer(h.transpose(0, 1), masked_tokens)
-        if need_s:
+        need_h_grad = need_h or features or not stop_gradient
+        # Without H outputs and with the stop-gradient, nothing back-propagates into H.
+        with torch.set_grad_enabled(torch.is_grad_enabled() and need_h_grad):
+            h, _ = encoder.forward_stream(tokens)  # (T, 2B, C)
+        out = {}
+        if need_h and masked is not None:
+            out["h_logits"] = self._logits(h.transpose(0, 1), masked)
+        if features:
+            out["h"] = h.transpose(0, 1)
+        if need_s or features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
-            memory_padding_mask = swap_halves(pair_tokens.eq(encoder.padding_idx), dim=0)
-            s = encoder.forward_stream(pair_tokens, memory, memory_padding_mask)
-            s_logits = self.encoder.output_layer(s.transpose(0, 1), masked_tokens)
-        return h_logits, s_logits
+            memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
+            s, _ = encoder.forward_stream(tokens, memory, memory_padding_mask)
+            if need_s and masked is not None:
+                out["s_logits"] = self._logits(s.transpose(0, 1), masked)
+            if features:
+                out["s"] = s.transpose(0, 1)
+        return out
 
-    def forward_concat(
-        self,
-        tokens: Tensor,
-        first_lengths: Optional[Tensor] = None,
-        masked_tokens: Optional[Tensor] = None,
-    ) -> Tensor:
-        """Plug-out LM logits over concatenated pairs ``x ‖ y`` (B, T) -> (M, V).
-
-        With ``first_lengths`` (B,) the positions of y restart at 0 (XLM's TLM);
-        without, positions run on across the pair (VECO's default)."""
-        if first_lengths is None:
-            logits, _ = self.encoder(tokens, masked_tokens=masked_tokens)
-            return logits
-        encoder = self.sentence_encoder
-        positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
-        features = encoder.forward_stream(tokens, positions=positions).transpose(0, 1)
-        return self.encoder.output_layer(features, masked_tokens)
+    def _embed(self, ids: Tensor) -> Dict[str, Tensor]:
+        return {"embeddings": self.sentence_encoder.embed_tokens(ids)}
 
     def cross_attention_parameters(self):
         return self.sentence_encoder.cross_attention_parameters()
@@ -164,10 +212,24 @@ def veco_large(args):
 _XLMR_EXTRA_PREFIXES = ("classification_heads.",)
 
 
+def upgrade_pretrained_state(model: VecoModel, state: Dict[str, Tensor]) -> Dict[str, Tensor]:
+    """``state`` in the current layout, by fairseq's own ``upgrade_state_dict`` (the
+    released XLM-R/RoBERTa ``model.pt``: ``decoder.sentence_encoder.*``,
+    ``decoder.lm_head.*``, ``emb_layer_norm``, fused attention in-projections).
+
+    ``model`` only supplies the module tree that the upgrade walks; the copy that is
+    returned is what both ``--pretrained-xlmr`` and ``veco-init-nmt`` read."""
+    state = dict(state)
+    model.upgrade_state_dict(state)
+    return state
+
+
 def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str) -> None:
     """Copy every XLM-R/RoBERTa weight into ``model``; only cross-attention stays random.
 
-    Fails on a vocabulary or shape mismatch and on unexpected keys."""
+    Old key layouts are upgraded first; fails on a vocabulary or shape mismatch and
+    on unexpected keys."""
+    state = upgrade_pretrained_state(model, state)
     own = model.state_dict()
     extra = [
         k
@@ -180,6 +242,8 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
             "is it a fairseq RoBERTa/XLM-R checkpoint of the same layer count?"
         )
     emb = "encoder.sentence_encoder.embed_tokens.weight"
+    if emb not in state:
+        raise ValueError(f"{source}: no {emb}: not a fairseq RoBERTa/XLM-R checkpoint")
     if state[emb].shape != own[emb].shape:
         raise ValueError(
             f"{source}: embeddings {tuple(state[emb].shape)} but the task dictionary gives "

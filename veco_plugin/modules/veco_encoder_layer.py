@@ -11,9 +11,12 @@ class VecoEncoderLayer(TransformerEncoderLayerBase):
     """fairseq's encoder layer plus a cross-attention block (``cross_attn`` and its
     own ``cross_attn_layer_norm``).
 
-    * plug-out (``forward``): fairseq's own encoder layer forward, untouched; the
+    ``forward`` serves both streams, so fairseq's ``checkpoint_wrapper``
+    (``--checkpoint-activations``, ``--offload-activations``) covers both:
+
+    * plug-out (no ``memory``): fairseq's own encoder layer forward, untouched; the
       cross-attention is not used. This is the H stream, eqs. (2)-(5).
-    * plug-in (``forward_plug_in``): self-attention over the S stream, then
+    * plug-in (``memory`` given): self-attention over the S stream, then
       cross-attention whose queries come from the S stream and whose keys/values
       come from the paired sequence's last H layer, then the FFN: eqs. (6)-(9).
       Residual, dropout and layer-norm placement follow the layer's
@@ -52,35 +55,40 @@ class VecoEncoderLayer(TransformerEncoderLayerBase):
         x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
         return self.fc2(x)
 
-    def forward_plug_in(
+    def forward(
         self,
-        s: Tensor,
-        s_padding_mask: Optional[Tensor],
-        memory: Tensor,
-        memory_padding_mask: Optional[Tensor],
+        x: Tensor,
+        encoder_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor] = None,
+        memory: Optional[Tensor] = None,
+        memory_padding_mask: Optional[Tensor] = None,
     ) -> Tensor:
-        """One S-stream layer, eqs. (6)-(9).
+        """One layer of either stream.
 
         Args:
-            s: S^{l-1}, ``(T, B, C)``
-            s_padding_mask: ``(B, T)``, True at padding (or None)
-            memory: H^L of the paired sequence, ``(S, B, C)``
+            x: H^{l-1} or S^{l-1}, ``(T, B, C)``
+            encoder_padding_mask: ``(B, T)``, True at padding (or None)
+            attn_mask: self-attention mask (plug-out only, as fairseq's layer)
+            memory: H^L of the paired sequence, ``(S, B, C)``: plugs the
+                cross-attention in (eqs. 6-9); None: plug-out (eqs. 2-5)
             memory_padding_mask: ``(B, S)``, True at padding (or None)
         Returns:
-            S^l, ``(T, B, C)``
+            H^l or S^l, ``(T, B, C)``
         """
-        s = self._residual_block(
-            s,
+        if memory is None:
+            return super().forward(x, encoder_padding_mask, attn_mask)
+        x = self._residual_block(
+            x,
             self.self_attn_layer_norm,
-            lambda x: self.self_attn(
-                query=x, key=x, value=x, key_padding_mask=s_padding_mask, need_weights=False
+            lambda q: self.self_attn(
+                query=q, key=q, value=q, key_padding_mask=encoder_padding_mask, need_weights=False
             )[0],
         )
-        s = self._residual_block(
-            s,
+        x = self._residual_block(
+            x,
             self.cross_attn_layer_norm,
-            lambda x: self.cross_attn(
-                query=x,
+            lambda q: self.cross_attn(
+                query=q,
                 key=memory,
                 value=memory,
                 key_padding_mask=memory_padding_mask,
@@ -88,7 +96,7 @@ class VecoEncoderLayer(TransformerEncoderLayerBase):
                 need_weights=False,
             )[0],
         )
-        return self._residual_block(s, self.final_layer_norm, self._feed_forward)
+        return self._residual_block(x, self.final_layer_norm, self._feed_forward)
 
     def cross_attention_parameters(self):
         """Parameters that exist only in VECO (absent from an XLM-R layer)."""

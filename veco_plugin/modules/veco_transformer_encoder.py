@@ -1,22 +1,27 @@
 """The VECO encoder stack: fairseq's ``TransformerEncoder`` built from VECO layers."""
 
-from typing import Optional
+from typing import Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from fairseq.models.transformer import TransformerConfig, TransformerEncoder
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor
 
 from .veco_encoder_layer import VecoEncoderLayer
 
 
 class VecoTransformerEncoder(TransformerEncoder):
-    """``forward`` (inherited) is the plug-out H stream; ``forward_stream`` runs the
-    plug-in S stream against a memory (and, with explicit ``positions``, also the
-    plug-out stream with XLM-style position resets)."""
+    """``forward`` (inherited) is the plug-out H stream; ``forward_stream`` runs
+    either stream (plug-in against a memory, or plug-out with explicit positions)
+    and can hand back intermediate layers."""
 
     def build_encoder_layer(self, args):
-        return VecoEncoderLayer(TransformerConfig.from_namespace(args))
+        cfg = TransformerConfig.from_namespace(args)
+        layer = VecoEncoderLayer(cfg)
+        if cfg.checkpoint_activations:  # both streams go through layer.forward
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return layer
 
     def embed(self, tokens: Tensor, positions: Optional[Tensor] = None) -> Tensor:
         """Embeddings S^0 = H^0 of ``tokens`` (B, T) -> (B, T, C), pads zeroed.
@@ -44,23 +49,39 @@ class VecoTransformerEncoder(TransformerEncoder):
         memory: Optional[Tensor] = None,
         memory_padding_mask: Optional[Tensor] = None,
         positions: Optional[Tensor] = None,
-    ) -> Tensor:
-        """Run one stream over ``tokens`` (B, T); returns the last layer (T, B, C).
+        keep_layers: Sequence[int] = (),
+    ) -> Tuple[Tensor, Dict[int, Tensor]]:
+        """Run one stream over ``tokens`` (B, T).
 
         With ``memory`` (S, B, C) every layer is plugged in (S stream, eqs. 6-9);
-        without it every layer is plugged out (H stream, eqs. 2-5)."""
+        without it every layer is plugged out (H stream, eqs. 2-5).
+
+        Returns:
+            the last layer ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
+            ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer).
+        """
         padding_mask = tokens.eq(self.padding_idx)
         if not padding_mask.any():
             padding_mask = None
         x = self.embed(tokens, positions).transpose(0, 1)
-        for layer in self.layers:
+        kept = {0: x} if 0 in keep_layers else {}
+        for i, layer in enumerate(self.layers, start=1):
             if memory is None:
                 x = layer(x, encoder_padding_mask=padding_mask)
             else:
-                x = layer.forward_plug_in(x, padding_mask, memory, memory_padding_mask)
+                x = layer(
+                    x,
+                    encoder_padding_mask=padding_mask,
+                    memory=memory,
+                    memory_padding_mask=memory_padding_mask,
+                )
+            if i in keep_layers:
+                kept[i] = x
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        return x
+            if len(self.layers) in keep_layers:
+                kept[len(self.layers)] = x
+        return x, kept
 
     def cross_attention_parameters(self):
         for layer in self.layers:
