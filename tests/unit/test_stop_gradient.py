@@ -12,7 +12,8 @@ from veco_plugin.data.pair_dataset import VecoPairDataset
 from veco_plugin.models.veco import swap_halves
 
 
-def _batch(d, n_pairs=6, seed=0):
+def pair_dataset(d, n_pairs=6, seed=0) -> VecoPairDataset:
+    """Random translation pairs of 4-12 tokens, masked at 30%."""
     rng = np.random.default_rng(seed)
     lines = [
         torch.from_numpy(
@@ -22,7 +23,13 @@ def _batch(d, n_pairs=6, seed=0):
     ]
     corpus = ListDataset(lines, np.array([len(t) for t in lines]))
     scheme = MaskingScheme(0.3, d.index("<mask>"), d.pad(), d.nspecial, len(d))
-    ds = VecoPairDataset.parallel(corpus, corpus, name="t", bos=d.bos(), max_len=32, scheme=scheme)
+    return VecoPairDataset.parallel(
+        corpus, corpus, name="t", bos=d.bos(), max_len=32, scheme=scheme
+    )
+
+
+def _batch(d, n_pairs=6, seed=0):
+    ds = pair_dataset(d, n_pairs, seed)
     return ds.collater([ds[i] for i in range(len(ds))])
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 import numpy as np
+import torch
 from fairseq import checkpoint_utils
 from fairseq.data import ConcatDataset, Dictionary, ResamplingDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
@@ -28,6 +29,7 @@ from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
 from ..data.zip_dataset import VecoZipDataset
 from ..models.veco import load_xlmr_into_veco
+from .frozen_step import step_leaving_untouched
 
 logger = logging.getLogger(__name__)
 
@@ -223,10 +225,31 @@ class VecoPretrainingTask(FairseqTask):
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
         return model
 
+    def _frozen(self, model, update_num: int) -> List[torch.nn.Parameter]:
+        """Parameters held fixed at this update: all but the cross-attention during the
+        first ``--cross-attention-only-updates`` updates (paper schedule), else none."""
+        if update_num >= self.cfg.cross_attention_only_updates:
+            return []
+        cross = {id(p) for p in model.cross_attention_parameters()}
+        return [p for p in model.parameters() if id(p) not in cross]
+
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """Paper schedule: first train only the cross-attention, then everything."""
-        if self.cfg.cross_attention_only_updates > 0:
-            only_cross = update_num < self.cfg.cross_attention_only_updates
-            for name, p in model.named_parameters():
-                p.requires_grad_(not only_cross or ".cross_attn" in name)
-        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        """Paper schedule: first train only the cross-attention, then everything.
+
+        Frozen parameters compute no gradient (``requires_grad`` is off during the
+        forward/backward only: fairseq's optimizers index parameters by it)."""
+        frozen = self._frozen(model, update_num)
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+
+    def optimizer_step(self, optimizer, model, update_num):
+        frozen = self._frozen(model, update_num)
+        if frozen:
+            step_leaving_untouched(optimizer, frozen)
+        else:
+            super().optimizer_step(optimizer, model, update_num)

@@ -1,0 +1,82 @@
+"""One rank of the data-parallel gradient check (run by test_data_parallel.py).
+
+Usage: ddp_worker.py BACKEND CRITERION RANK WORLD PORT OUT
+
+Builds the same toy ``veco_tiny`` on every rank, wraps it as fairseq does for
+``BACKEND``, runs the criterion on this rank's share of the pairs, backpropagates,
+lets the wrapper synchronize and saves the gradients to OUT. Rank -1 is the
+one-process reference on the union of every rank's pairs (no wrapper).
+"""
+
+import sys
+
+import torch
+import torch.distributed as dist
+from fairseq.dataclass.configs import DistributedTrainingConfig
+from fairseq.distributed import ModuleProxyWrapper
+from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
+from toy import ToyTask, build, toy_dictionary
+
+from veco_plugin.criterions.ca_mlm import CaMlmCriterion
+from veco_plugin.criterions.tlm import TlmCriterion
+
+PAIRS_PER_RANK = 4
+
+
+def sample(d, first: int, count: int):
+    """``{"mono": batch, "bi": batch}`` of pairs ``first .. first+count-1``."""
+    from test_stop_gradient import pair_dataset
+
+    out = {}
+    for kind, seed in (("mono", 0), ("bi", 1)):
+        ds = pair_dataset(d, n_pairs=2 * PAIRS_PER_RANK, seed=seed)
+        out[kind] = ds.collater([ds[i] for i in range(first, first + count)])
+    return out
+
+
+def wrap(model, backend: str, find_unused: bool):
+    cfg = DistributedTrainingConfig(
+        ddp_backend=backend, find_unused_parameters=find_unused, tpu=False
+    )
+    if backend in ("pytorch_ddp", "c10d"):
+        # fairseq's DistributedFairseqModel minus device_ids=[args.device_id], which
+        # torch refuses for CPU modules: the same DDP + ModuleProxyWrapper stack.
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            model,
+            broadcast_buffers=cfg.broadcast_buffers,
+            bucket_cap_mb=cfg.bucket_cap_mb,
+            find_unused_parameters=find_unused,
+        )
+        return ModuleProxyWrapper(ddp)
+    return DistributedFairseqModel(cfg, model, dist.group.WORLD, torch.device("cpu"))
+
+
+def main(backend, criterion_name, rank, world, port, out):
+    rank, world = int(rank), int(world)
+    d = toy_dictionary()
+    model = build("veco_tiny", d, seed=0)
+    task = ToyTask(d)
+    if criterion_name == "ca_mlm":
+        criterion, find_unused = CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False), False
+    else:  # tlm never uses the cross-attention
+        criterion, find_unused = TlmCriterion(task, False), True
+    if rank < 0:
+        batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK), model
+    else:
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+        )
+        batch = sample(d, rank * PAIRS_PER_RANK, PAIRS_PER_RANK)
+        wrapped = wrap(model, backend, find_unused)
+    loss, _, _ = criterion(wrapped, batch)
+    loss.backward()
+    if hasattr(wrapped, "all_reduce_grads"):  # what fairseq's optimizer does for legacy_ddp
+        wrapped.all_reduce_grads()
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    torch.save(grads, out)
+    if rank >= 0:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

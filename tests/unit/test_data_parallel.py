@@ -1,0 +1,65 @@
+"""Every DDP backend fairseq offers synchronizes the objectives' gradients.
+
+Two gloo ranks on CPU, different pairs per rank: after backward (and the wrapper's
+all-reduce) the gradients are equal across ranks and equal to one process's
+gradient on the union of the pairs (fairseq's wrappers average over ranks; the
+criterion sums over tokens, so union = world_size x average)."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORLD = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_ranks(backend, criterion, tmp_path):
+    port = _free_port()
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = [tmp_path / f"rank{r}.pt" for r in range(-1, WORLD)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "ddp_worker.py"), backend, criterion]
+            + [str(r), str(WORLD), str(port), str(out[r + 1])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for r in range(-1, WORLD)
+    ]
+    for p in procs:
+        log = p.communicate(timeout=240)[0]
+        assert p.returncode == 0, log[-3000:]
+    return [torch.load(path) for path in out]
+
+
+@pytest.mark.parametrize(
+    "backend,criterion",
+    [
+        ("pytorch_ddp", "ca_mlm"),
+        ("c10d", "tlm"),  # find_unused_parameters: tlm leaves the cross-attention idle
+        ("legacy_ddp", "ca_mlm"),
+        ("no_c10d", "tlm"),
+    ],
+)
+def test_gradients_are_synchronized(backend, criterion, tmp_path):
+    union, *ranks = _run_ranks(backend, criterion, tmp_path)
+    assert ranks[0].keys() == ranks[1].keys()
+    assert set(union) <= set(ranks[0])
+    for name, grad in ranks[0].items():
+        torch.testing.assert_close(ranks[1][name], grad, rtol=0, atol=0, msg=name)
+        expected = union.get(name, torch.zeros_like(grad))
+        torch.testing.assert_close(WORLD * grad, expected, rtol=1e-4, atol=1e-6, msg=name)
+    moved = [n for n, g in union.items() if g.abs().sum() > 0]
+    assert len(moved) > 20
