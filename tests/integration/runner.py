@@ -68,7 +68,7 @@ def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra
         "--warmup-updates",
         "20",
         "--max-tokens",
-        "600",
+        "2000",
         "--max-mono-positions",
         "48",
         "--max-bi-positions",

@@ -90,3 +90,11 @@ def test_long_and_empty_lines_in_training_and_validation(pretrain_data, tmp_path
     out = run("fairseq-train", pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 4)).stdout
     assert "mono/de/valid: skipping 1 of" in out and "mono/de/valid: truncating" in out
     assert json_logs(out, "valid"), "validation must run through"
+
+
+def test_fully_sharded_is_refused(pretrain_data, tmp_path):
+    args = pretrain_args(
+        pretrain_data, tmp_path / "ck", "ca_mlm", 2, "--ddp-backend", "fully_sharded"
+    )
+    line = _train_error(args)
+    assert "--ddp-backend fully_sharded" in line and "pytorch_ddp" in line

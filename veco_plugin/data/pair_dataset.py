@@ -1,6 +1,7 @@
 """Pairs (x, y) of token sequences, masked on the fly, collated for two streams."""
 
 import logging
+import zlib
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -22,7 +23,16 @@ class VecoPairDataset(FairseqDataset):
     Each side is truncated to ``max_len`` tokens (its final eos kept) and pairs
     with an empty side are dropped, both with a counted warning, never an error.
     Each side is masked independently by ``scheme`` with an RNG seeded by
-    ``(seed, epoch, index)``; a side starts with ``bos`` (XLM-R layout).
+    ``(seed, data set identity, epoch, draw)``: the identity is a hash of ``name``
+    (so equal-length segments of two data sets get different masks) and ``draw``
+    is the item's position in the epoch's (re)sampled order (so two copies of one
+    pair drawn by ``VecoResamplingDataset`` get different masks). A side starts
+    with ``bos`` (XLM-R layout).
+
+    ``concat``: also collate the TLM concatenation ``x ‖ y`` (bilingual batches).
+    Token cost of a pair = the padded positions its batch holds: ``2 * max(|x|, |y|)``
+    for the stacked pair, ``+ 2 * max(|x|, |y|)`` (a bound on ``|x| + |y|``) for the
+    concatenation, so a batch's padded tensors never exceed ``--max-tokens``.
     """
 
     def __init__(
@@ -37,11 +47,13 @@ class VecoPairDataset(FairseqDataset):
         scheme: MaskingScheme,
         seed: int = 1,
         shuffle: bool = True,
+        concat: bool = True,
     ):
         super().__init__()
         self.first, self.second = first, second
         self.name, self.bos, self.max_len = name, bos, max_len
-        self.scheme, self.seed, self.shuffle = scheme, seed, shuffle
+        self.scheme, self.seed, self.shuffle, self.concat = scheme, seed, shuffle, concat
+        self.identity = zlib.crc32(name.encode("utf-8"))
         self.epoch = 1
         # +1 for the bos we prepend; an eos-only line is empty
         len_a = np.asarray(first.sizes)[first_index] + 1
@@ -90,7 +102,11 @@ class VecoPairDataset(FairseqDataset):
         return np.concatenate([[self.bos], body, tokens.numpy()[-1:]]).astype(np.int64)
 
     def __getitem__(self, index):
-        rng = np.random.default_rng((self.seed, self.epoch, index))
+        return self.item(index, draw=index)
+
+    def item(self, index: int, draw: int) -> Dict:
+        """Pair ``index`` masked with the RNG stream of ``draw`` (see the class doc)."""
+        rng = np.random.default_rng((self.seed, self.identity, self.epoch, draw))
         la, lb = self.lengths[index]
         x = self._side(self.first[self.first_index[index]], la)
         y = self._side(self.second[self.second_index[index]], lb)
@@ -99,11 +115,10 @@ class VecoPairDataset(FairseqDataset):
         return {"id": index, "x": x_in, "y": y_in, "x_target": x_tgt, "y_target": y_tgt}
 
     def num_tokens(self, index):
-        # both sides are padded to the longer one and stacked: cost 2 * max(|x|, |y|)
-        return 2 * int(self.sizes[index])
+        return int(self.num_tokens_vec(np.array([index]))[0])
 
     def num_tokens_vec(self, indices):
-        return 2 * self.sizes[indices]
+        return (4 if self.concat else 2) * self.sizes[indices]
 
     def size(self, index):
         return int(self.sizes[index])
@@ -117,8 +132,8 @@ class VecoPairDataset(FairseqDataset):
 
         * ``pair_tokens``/``pair_target`` (2B, T): rows ``:B`` are x, ``B:`` are y
           (the two-stream layout of ``VecoModel.forward_two_stream``);
-        * ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y`` for TLM, and
-          ``first_lengths`` (B,) = |x| per row.
+        * with ``concat``: ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y``
+          for TLM, and ``first_lengths`` (B,) = |x| per row.
         """
         if not samples:
             return None
@@ -128,15 +143,15 @@ class VecoPairDataset(FairseqDataset):
 
         xs, ys = [s["x"] for s in samples], [s["y"] for s in samples]
         xt, yt = [s["x_target"] for s in samples], [s["y_target"] for s in samples]
-        concat = [np.concatenate(p) for p in zip(xs, ys)]
-        concat_t = [np.concatenate(p) for p in zip(xt, yt)]
-        return {
+        batch = {
             "id": torch.LongTensor([s["id"] for s in samples]),
             "nsentences": len(samples),
-            "ntokens": int(sum(len(c) for c in concat)),
+            "ntokens": int(sum(len(x) + len(y) for x, y in zip(xs, ys))),
             "pair_tokens": pad(xs + ys),
             "pair_target": pad(xt + yt),
-            "concat_tokens": pad(concat),
-            "concat_target": pad(concat_t),
-            "first_lengths": torch.LongTensor([len(x) for x in xs]),
         }
+        if self.concat:
+            batch["concat_tokens"] = pad([np.concatenate(p) for p in zip(xs, ys)])
+            batch["concat_target"] = pad([np.concatenate(p) for p in zip(xt, yt)])
+            batch["first_lengths"] = torch.LongTensor([len(x) for x in xs])
+        return batch

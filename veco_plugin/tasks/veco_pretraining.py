@@ -14,20 +14,21 @@ import logging
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
 from fairseq import checkpoint_utils
-from fairseq.data import ConcatDataset, Dictionary, ResamplingDataset, data_utils
+from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from ..data.dictionary import MASK, load_dictionary_with_mask
+from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
-from ..data.zip_dataset import VecoZipDataset
+from ..data.zip_dataset import SubBatchSize, VecoZipDataset
 from ..models.veco import load_xlmr_into_veco
 from .frozen_step import step_leaving_untouched
 
@@ -59,12 +60,65 @@ class VecoPretrainingConfig(FairseqDataclass):
     cross_attention_only_updates: int = field(
         default=0, metadata={"help": "train only the cross-attention for the first N updates"}
     )
+    mono_max_tokens: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "padded tokens of the monolingual sub-batch (default: its share of "
+            "--max-tokens, which bounds the whole update)"
+        },
+    )
+    bi_max_tokens: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "padded tokens of the bilingual sub-batch, TLM concatenation included "
+            "(default: its share of --max-tokens)"
+        },
+    )
+    mono_batch_size: Optional[int] = field(
+        default=None, metadata={"help": "pairs per monolingual sub-batch (default: --batch-size)"}
+    )
+    bi_batch_size: Optional[int] = field(
+        default=None, metadata={"help": "pairs per bilingual sub-batch (default: --batch-size)"}
+    )
+    ddp_backend: str = II("distributed_training.ddp_backend")
+    max_tokens: Optional[int] = II("dataset.max_tokens")
+    batch_size: Optional[int] = II("dataset.batch_size")
     seed: int = II("common.seed")
     train_subset: str = II("dataset.train_subset")
 
 
 def _split_list(text: str) -> List[str]:
     return [t for t in text.split(",") if t]
+
+
+def sub_batch_sizes(
+    parts: List[str],
+    max_tokens: Optional[int],
+    batch_size: Optional[int],
+    own_tokens: Dict[str, Optional[int]],
+    own_pairs: Dict[str, Optional[int]],
+) -> Dict[str, SubBatchSize]:
+    """Each sub-batch's bounds. ``--max-tokens`` bounds a whole update: sub-batches
+    with their own ``--{mono,bi}-max-tokens`` keep it, the others share what is left
+    equally (the paper's two sub-batches hold equal token counts); ``--batch-size``
+    bounds the pairs of each sub-batch without its own ``--{mono,bi}-batch-size``."""
+    fixed = sum(own_tokens.get(k) or 0 for k in parts)
+    rest = [k for k in parts if not own_tokens.get(k)]
+    share = None
+    if max_tokens is not None and rest:
+        share = (max_tokens - fixed) // len(rest)
+    if max_tokens is not None and (fixed > max_tokens or share is not None and share <= 0):
+        given = " + ".join(f"--{k}-max-tokens {own_tokens[k]}" for k in parts if own_tokens.get(k))
+        raise ValueError(
+            f"{given} leave no room in --max-tokens {max_tokens}, which bounds a whole update "
+            f"(every sub-batch): raise --max-tokens to at least {fixed + len(rest)}"
+        )
+    return {
+        k: SubBatchSize(
+            max_tokens=own_tokens.get(k) or share, max_pairs=own_pairs.get(k) or batch_size
+        )
+        for k in parts
+    }
 
 
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
@@ -82,6 +136,11 @@ class VecoPretrainingTask(FairseqTask):
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
         if not (_split_list(cfg.mono_langs) or _split_list(cfg.bi_pairs)):
             raise ValueError("veco_pretraining: give --mono-langs and/or --bi-pairs")
+        if cfg.ddp_backend == "fully_sharded":
+            raise ValueError(
+                "--ddp-backend fully_sharded is not supported by veco_pretraining (fairscale's "
+                "FSDP, untested here): use --ddp-backend pytorch_ddp (GPUs) or legacy_ddp"
+            )
         path = os.path.join(cfg.data, "dict.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(
@@ -149,6 +208,7 @@ class VecoPretrainingTask(FairseqTask):
             scheme=self._scheme(self.cfg.mono_mask_prob),
             seed=self.cfg.seed,
             shuffle=shuffle,
+            concat=False,
         )
 
     def _bi(self, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
@@ -194,12 +254,12 @@ class VecoPretrainingTask(FairseqTask):
                 ", ".join(f"{d.name}={r:.3f}" for d, r in zip(datasets, q)),
             )
             datasets = [
-                ResamplingDataset(
+                VecoResamplingDataset(
                     d, size_ratio=r, seed=self.cfg.seed, epoch=epoch, replace=r >= 1.0
                 )
                 for d, r in zip(datasets, ratios)
             ]
-        return ConcatDataset(datasets)
+        return VecoConcatDataset(datasets)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         train = split == self.cfg.train_subset  # shuffled and language-resampled
@@ -210,7 +270,14 @@ class VecoPretrainingTask(FairseqTask):
         if self.bi_pairs:
             bi = [self._bi(pair, split, train) for pair in self.bi_pairs]
             parts["bi"] = self._mix(bi, train, epoch)
-        self.datasets[split] = VecoZipDataset(parts)
+        sizes = sub_batch_sizes(
+            list(parts),
+            self.cfg.max_tokens,
+            self.cfg.batch_size,
+            {"mono": self.cfg.mono_max_tokens, "bi": self.cfg.bi_max_tokens},
+            {"mono": self.cfg.mono_batch_size, "bi": self.cfg.bi_batch_size},
+        )
+        self.datasets[split] = VecoZipDataset(parts, sizes)
         self.datasets[split].set_epoch(epoch)
 
     # --- model and schedule -----------------------------------------------------------

@@ -1,0 +1,84 @@
+"""Sub-batch sizes: the padded tokens actually fed per update stay within the flags.
+
+``--max-tokens`` bounds a whole update (monolingual + bilingual sub-batch, the TLM
+concatenation included); ``--{mono,bi}-max-tokens`` and ``--{mono,bi}-batch-size``
+size each sub-batch on its own (the paper: 1024 monolingual vs 4096 bilingual pairs)."""
+
+import pytest
+from fairseq import options, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from runner import USER_DIR
+
+
+def _epoch(data, *flags):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser,
+        [data, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--arch", "veco_tiny"]
+        + ["--mono-langs", "en,de", "--bi-pairs", "en-de", "--criterion", "ca_mlm"]
+        + ["--max-mono-positions", "48", "--max-bi-positions", "48", *flags],
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset("train")
+    dataset = task.dataset("train")
+    itr = task.get_batch_iterator(
+        dataset,
+        max_tokens=cfg.dataset.max_tokens,
+        max_sentences=cfg.dataset.batch_size,
+        required_batch_size_multiple=1,
+        seed=1,
+    )
+    return dataset, list(itr.next_epoch_itr(shuffle=True))
+
+
+def _fed(batch, kind):
+    sub = batch[kind]
+    tokens = sub["pair_tokens"].numel() + (
+        sub["concat_tokens"].numel() if "concat_tokens" in sub else 0
+    )
+    return tokens, sub["nsentences"]
+
+
+def test_max_tokens_bounds_the_whole_update(pretrain_data):
+    dataset, batches = _epoch(pretrain_data, "--max-tokens", "2000")
+    assert len(batches) > 10
+    seen = {"mono": set(), "bi": set()}
+    for batch in batches:
+        mono, _ = _fed(batch, "mono")
+        bi, _ = _fed(batch, "bi")
+        assert mono <= 1000 and bi <= 1000 and mono + bi <= 2000
+        assert "concat_tokens" in batch["bi"] and "concat_tokens" not in batch["mono"]
+        for kind in seen:
+            seen[kind].update(batch[kind]["id"].tolist())
+    # nothing dropped: every bilingual pair is in the epoch (mono ids are per language)
+    assert seen["bi"] == set(range(len(dataset.datasets["bi"])))
+
+
+def test_each_sub_batch_has_its_own_size(pretrain_data):
+    _, batches = _epoch(
+        pretrain_data,
+        "--max-tokens",
+        "4000",
+        "--mono-max-tokens",
+        "600",
+        "--bi-max-tokens",
+        "3000",
+        "--mono-batch-size",
+        "4",
+        "--bi-batch-size",
+        "16",
+    )
+    mono_pairs, bi_pairs = [], []
+    for batch in batches:
+        mono, n_mono = _fed(batch, "mono")
+        bi, n_bi = _fed(batch, "bi")
+        assert mono <= 600 and n_mono <= 4 and bi <= 3000 and n_bi <= 16
+        mono_pairs.append(n_mono)
+        bi_pairs.append(n_bi)
+    assert max(mono_pairs) == 4 and max(bi_pairs) == 16  # the sizes are really used
+
+
+def test_sub_batch_budgets_beyond_max_tokens_are_refused(pretrain_data):
+    with pytest.raises(ValueError, match="raise --max-tokens to at least 3001"):
+        _epoch(pretrain_data, "--max-tokens", "2000", "--mono-max-tokens", "3000")
