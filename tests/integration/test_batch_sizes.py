@@ -4,13 +4,15 @@
 concatenation included); ``--{mono,bi}-max-tokens`` and ``--{mono,bi}-batch-size``
 size each sub-batch on its own (the paper: 1024 monolingual vs 4096 bilingual pairs)."""
 
+import itertools
+
 import pytest
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from runner import USER_DIR
 
 
-def _epoch(data, *flags):
+def _epoch(data, *flags, limit=None):
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
         parser,
@@ -29,7 +31,7 @@ def _epoch(data, *flags):
         required_batch_size_multiple=1,
         seed=1,
     )
-    return dataset, list(itr.next_epoch_itr(shuffle=True))
+    return dataset, list(itertools.islice(itr.next_epoch_itr(shuffle=True), limit))
 
 
 def _fed(batch, kind):
@@ -68,6 +70,7 @@ def test_each_sub_batch_has_its_own_size(pretrain_data):
         "4",
         "--bi-batch-size",
         "16",
+        limit=80,
     )
     mono_pairs, bi_pairs = [], []
     for batch in batches:

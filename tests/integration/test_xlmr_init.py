@@ -1,6 +1,8 @@
 """Start VECO from a fairseq RoBERTa checkpoint: cross-attention first, then everything."""
 
 import torch
+from fairseq import options, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from runner import USER_DIR, pretrain_args, run
 
 from veco_plugin.trusted_load import load_trusted
@@ -117,3 +119,57 @@ def test_dictionary_mismatch_with_checkpoint_is_one_line(pretrain_data, tmp_path
     )
     assert proc.returncode != 0
     assert "--pretrained-xlmr" in proc.stderr and "fairseq-preprocess --srcdict" in proc.stderr
+
+
+def _released_layout(state):
+    """The layout of the released xlmr.base/xlmr.large ``model.pt`` (the inverse of
+    fairseq's upgrade): ``decoder.*``, ``emb_layer_norm``, fused in-projections,
+    and ``args`` (an argparse Namespace) instead of ``cfg``."""
+    model = {}
+    for key, value in state["model"].items():
+        key = key.replace("encoder.", "decoder.", 1).replace(
+            ".layernorm_embedding.", ".emb_layer_norm."
+        )
+        model[key] = value
+    for key in [k for k in model if k.endswith("self_attn.q_proj.weight")]:
+        prefix = key[: -len("q_proj.weight")]
+        for kind in ("weight", "bias"):
+            parts = [model.pop(f"{prefix}{p}_proj.{kind}") for p in "qkv"]
+            model[f"{prefix}in_proj_{kind}"] = torch.cat(parts)
+    args = options.parse_args_and_arch(
+        options.get_training_parser(),
+        ["DATA", "--task", "masked_lm", "--arch", "roberta", "--criterion", "masked_lm", *TINY],
+    )
+    released = {k: v for k, v in state.items() if k != "cfg"}
+    released.update(args=args, model=model)
+    return released
+
+
+def test_released_xlmr_layouts_load_bit_exactly(pretrain_data, tmp_path):
+    current = load_trusted(roberta_checkpoint(f"{pretrain_data}/mono/en", tmp_path / "roberta"))
+    old = tmp_path / "xlmr_released.pt"
+    torch.save(_released_layout(current), old)
+    assert any(k.startswith("decoder.sentence_encoder.") for k in load_trusted(old)["model"])
+
+    args = options.parse_args_and_arch(
+        options.get_training_parser(),
+        [
+            str(a)
+            for a in pretrain_args(
+                pretrain_data, tmp_path / "veco", "ca_mlm", 1, "--pretrained-xlmr", old, *TINY
+            )
+        ],
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    ours = model.state_dict()
+    rows = len(open(f"{pretrain_data}/dict.txt", encoding="utf-8").read().splitlines())
+    # XLM-R's conventions: <s> <pad> </s> <unk> + dict.txt + <mask>
+    assert ours["encoder.sentence_encoder.embed_tokens.weight"].shape[0] == 4 + rows + 1
+    reference = {k: v for k, v in current["model"].items() if not k.endswith("version")}
+    assert len(reference) > 30
+    for key, value in reference.items():
+        assert torch.equal(ours[key], value), key
+    assert set(ours) - set(reference) == {
+        k for k in ours if ".cross_attn" in k or k.endswith("version")
+    }

@@ -60,9 +60,7 @@ class VecoTransformerEncoder(TransformerEncoder):
             the last layer ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
             ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer).
         """
-        padding_mask = tokens.eq(self.padding_idx)
-        if not padding_mask.any():
-            padding_mask = None
+        padding_mask = tokens.eq(self.padding_idx)  # always passed: no host sync on .any()
         x = self.embed(tokens, positions).transpose(0, 1)
         kept = {0: x} if 0 in keep_layers else {}
         for i, layer in enumerate(self.layers, start=1):
