@@ -8,10 +8,11 @@ from fairseq.dataclass import FairseqDataclass
 
 from .masked_terms import (
     MaskedTermsCriterion,
-    masked_cross_entropy,
+    summed,
     targets_at,
     tlm_request,
     tlm_term,
+    token_scores,
 )
 
 
@@ -85,8 +86,8 @@ class CaMlmCriterion(MaskedTermsCriterion):
             streams = outputs[f"{kind}_streams"]
             for stream, key in (("mlm", "h_logits"), ("ca", "s_logits")):
                 if key in streams:
-                    logits = streams[key]
-                    terms[f"{kind}_x_{stream}"] = masked_cross_entropy(logits, gold, is_x)
-                    terms[f"{kind}_y_{stream}"] = masked_cross_entropy(logits, gold, ~is_x)
+                    loss, correct = token_scores(streams[key], gold)
+                    terms[f"{kind}_x_{stream}"] = summed(loss, correct, is_x)
+                    terms[f"{kind}_y_{stream}"] = summed(loss, correct, ~is_x)
         if "bi_tlm" in outputs and kind == "bi":
             terms["bi_tlm"] = tlm_term(batch, outputs["bi_tlm"], self.padding_idx)

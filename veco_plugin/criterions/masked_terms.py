@@ -1,7 +1,7 @@
 """Shared bookkeeping for objectives that sum several masked-LM terms."""
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -10,20 +10,22 @@ from fairseq.criterions import FairseqCriterion
 from torch import Tensor
 
 
-def masked_cross_entropy(
-    logits: Tensor, target: Tensor, select: Optional[Tensor] = None
-) -> Dict[str, Any]:
-    """Summed CE and accuracy of ``logits`` (M, V) against ``target`` (M,), over the
-    positions where ``select`` (M,) bool is True (all if None). No host sync."""
-    loss = F.cross_entropy(logits.float(), target, reduction="none")
-    correct = logits.argmax(-1) == target
+def token_scores(logits: Tensor, target: Tensor) -> Tuple[Tensor, Tensor]:
+    """Per-token CE (M,) and correctness (M,) of ``logits`` (M, V) against ``target`` (M,)."""
+    return F.cross_entropy(logits.float(), target, reduction="none"), logits.argmax(-1) == target
+
+
+def summed(loss: Tensor, correct: Tensor, select: Optional[Tensor] = None) -> Dict[str, Any]:
+    """A term: summed CE, count and correct predictions over the positions where
+    ``select`` (M,) bool is True (all if None). No host sync."""
     if select is None:
-        return {"loss": loss.sum(), "n": target.numel(), "correct": correct.sum()}
-    return {
-        "loss": (loss * select).sum(),
-        "n": select.sum(),
-        "correct": (correct & select).sum(),
-    }
+        return {"loss": loss.sum(), "n": loss.numel(), "correct": correct.sum()}
+    return {"loss": (loss * select).sum(), "n": select.sum(), "correct": (correct & select).sum()}
+
+
+def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Any]:
+    """The term of ``logits`` (M, V) against ``target`` (M,)."""
+    return summed(*token_scores(logits, target))
 
 
 class MaskedTermsCriterion(FairseqCriterion):
