@@ -12,7 +12,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from runner import USER_DIR
 
 
-def _epoch(data, *flags, limit=None):
+def _epoch(data, *flags, limit=None, split="train"):
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
         parser,
@@ -22,12 +22,13 @@ def _epoch(data, *flags, limit=None):
     )
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
-    task.load_dataset("train")
-    dataset = task.dataset("train")
+    task.load_dataset(split)
+    dataset = task.dataset(split)
+    valid = split != "train"
     itr = task.get_batch_iterator(
         dataset,
-        max_tokens=cfg.dataset.max_tokens,
-        max_sentences=cfg.dataset.batch_size,
+        max_tokens=cfg.dataset.max_tokens_valid if valid else cfg.dataset.max_tokens,
+        max_sentences=cfg.dataset.batch_size_valid if valid else cfg.dataset.batch_size,
         required_batch_size_multiple=1,
         seed=1,
     )
@@ -85,3 +86,11 @@ def test_each_sub_batch_has_its_own_size(pretrain_data):
 def test_sub_batch_budgets_beyond_max_tokens_are_refused(pretrain_data):
     with pytest.raises(ValueError, match="raise --max-tokens to at least 3001"):
         _epoch(pretrain_data, "--max-tokens", "2000", "--mono-max-tokens", "3000")
+
+
+def test_validation_batches_follow_max_tokens_valid(pretrain_data):
+    flags = ("--max-tokens", "4000", "--max-tokens-valid", "800")
+    _, batches = _epoch(pretrain_data, *flags, split="valid")
+    assert batches
+    for batch in batches:
+        assert _fed(batch, "mono")[0] + _fed(batch, "bi")[0] <= 800

@@ -16,13 +16,46 @@ class SubBatchSize:
     max_pairs: Optional[int] = None
 
 
+def sub_batch_sizes(
+    parts: List[str],
+    max_tokens: Optional[int],
+    max_sentences: Optional[int],
+    own_tokens: Dict[str, Optional[int]],
+    own_pairs: Dict[str, Optional[int]],
+) -> Dict[str, SubBatchSize]:
+    """Each sub-batch's bounds. ``max_tokens`` (``--max-tokens``, or
+    ``--max-tokens-valid`` in validation) bounds a whole update: sub-batches
+    with their own ``--{mono,bi}-max-tokens`` keep it, the others share what is left
+    equally (the paper's two sub-batches hold equal token counts); ``--batch-size``
+    bounds the pairs of each sub-batch without its own ``--{mono,bi}-batch-size``."""
+    fixed = sum(own_tokens.get(k) or 0 for k in parts)
+    rest = [k for k in parts if not own_tokens.get(k)]
+    share = None
+    if max_tokens is not None and rest:
+        share = (max_tokens - fixed) // len(rest)
+    if max_tokens is not None and (fixed > max_tokens or share is not None and share <= 0):
+        given = " + ".join(f"--{k}-max-tokens {own_tokens[k]}" for k in parts if own_tokens.get(k))
+        raise ValueError(
+            f"{given} leave no room in --max-tokens {max_tokens}, which bounds a whole update "
+            f"(every sub-batch): raise --max-tokens to at least {fixed + len(rest)}"
+        )
+    return {
+        k: SubBatchSize(
+            max_tokens=own_tokens.get(k) or share, max_pairs=own_pairs.get(k) or max_sentences
+        )
+        for k in parts
+    }
+
+
 class VecoZipDataset(FairseqDataset):
     """The sub-datasets (``{"mono": ..., "bi": ...}``) side by side in one index
     space (dataset ``k`` owns ``[offset_k, offset_k + len_k)``).
 
     ``batch_by_size`` batches each sub-dataset on its own with its own
-    ``SubBatchSize``, then zips the batch lists: batch ``j`` of an epoch holds
-    sub-batch ``j`` of every sub-dataset, the shorter lists cycling (as
+    ``SubBatchSize`` (``sub_batch_sizes`` of fairseq's ``max_tokens`` /
+    ``max_sentences`` and the sub-datasets' ``own_tokens`` / ``own_pairs``), then zips
+    the batch lists: batch ``j`` of an epoch holds sub-batch ``j`` of every
+    sub-dataset, the shorter lists cycling (as
     ``RoundRobinZipDatasets``), so the epoch has as many updates as the longest
     list. The collated sample is ``{"mono": batch, "bi": batch}``.
 
@@ -30,11 +63,14 @@ class VecoZipDataset(FairseqDataset):
     there is nothing left for ``--max-positions`` filtering to drop."""
 
     def __init__(
-        self, datasets: "OrderedDict[str, FairseqDataset]", sizes: Dict[str, SubBatchSize]
+        self,
+        datasets: "OrderedDict[str, FairseqDataset]",
+        own_tokens: Dict[str, Optional[int]],
+        own_pairs: Dict[str, Optional[int]],
     ):
         super().__init__()
         self.datasets = datasets
-        self.batch_sizes = sizes
+        self.own_tokens, self.own_pairs = own_tokens, own_pairs
         lengths = [len(d) for d in datasets.values()]
         self.offsets = dict(zip(datasets, np.cumsum([0] + lengths[:-1]).tolist()))
         self._ends = np.cumsum(lengths)
@@ -80,14 +116,16 @@ class VecoZipDataset(FairseqDataset):
     def batch_by_size(
         self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1
     ) -> List[np.ndarray]:
-        """Zipped sub-batches; ``max_tokens``/``max_sentences`` are unused: each
-        sub-dataset has its own ``SubBatchSize`` (the task resolves them)."""
+        """Zipped sub-batches, each within its ``SubBatchSize``."""
+        sizes = sub_batch_sizes(
+            list(self.datasets), max_tokens, max_sentences, self.own_tokens, self.own_pairs
+        )
         per_part = []
         for key, dataset in self.datasets.items():
             start = self.offsets[key]
             local = indices[(indices >= start) & (indices < start + len(dataset))] - start
             local = local.astype(np.int64)
-            size = self.batch_sizes[key]
+            size = sizes[key]
             batches = data_utils.batch_by_size(
                 local,
                 dataset.num_tokens,

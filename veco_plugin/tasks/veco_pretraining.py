@@ -14,7 +14,7 @@ import logging
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
-from ..data.zip_dataset import SubBatchSize, VecoZipDataset
+from ..data.zip_dataset import VecoZipDataset
 from ..models.veco import load_xlmr_into_veco
 from .frozen_step import step_leaving_untouched
 
@@ -81,44 +81,12 @@ class VecoPretrainingConfig(FairseqDataclass):
         default=None, metadata={"help": "pairs per bilingual sub-batch (default: --batch-size)"}
     )
     ddp_backend: str = II("distributed_training.ddp_backend")
-    max_tokens: Optional[int] = II("dataset.max_tokens")
-    batch_size: Optional[int] = II("dataset.batch_size")
     seed: int = II("common.seed")
     train_subset: str = II("dataset.train_subset")
 
 
 def _split_list(text: str) -> List[str]:
     return [t for t in text.split(",") if t]
-
-
-def sub_batch_sizes(
-    parts: List[str],
-    max_tokens: Optional[int],
-    batch_size: Optional[int],
-    own_tokens: Dict[str, Optional[int]],
-    own_pairs: Dict[str, Optional[int]],
-) -> Dict[str, SubBatchSize]:
-    """Each sub-batch's bounds. ``--max-tokens`` bounds a whole update: sub-batches
-    with their own ``--{mono,bi}-max-tokens`` keep it, the others share what is left
-    equally (the paper's two sub-batches hold equal token counts); ``--batch-size``
-    bounds the pairs of each sub-batch without its own ``--{mono,bi}-batch-size``."""
-    fixed = sum(own_tokens.get(k) or 0 for k in parts)
-    rest = [k for k in parts if not own_tokens.get(k)]
-    share = None
-    if max_tokens is not None and rest:
-        share = (max_tokens - fixed) // len(rest)
-    if max_tokens is not None and (fixed > max_tokens or share is not None and share <= 0):
-        given = " + ".join(f"--{k}-max-tokens {own_tokens[k]}" for k in parts if own_tokens.get(k))
-        raise ValueError(
-            f"{given} leave no room in --max-tokens {max_tokens}, which bounds a whole update "
-            f"(every sub-batch): raise --max-tokens to at least {fixed + len(rest)}"
-        )
-    return {
-        k: SubBatchSize(
-            max_tokens=own_tokens.get(k) or share, max_pairs=own_pairs.get(k) or batch_size
-        )
-        for k in parts
-    }
 
 
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
@@ -270,14 +238,11 @@ class VecoPretrainingTask(FairseqTask):
         if self.bi_pairs:
             bi = [self._bi(pair, split, train) for pair in self.bi_pairs]
             parts["bi"] = self._mix(bi, train, epoch)
-        sizes = sub_batch_sizes(
-            list(parts),
-            self.cfg.max_tokens,
-            self.cfg.batch_size,
-            {"mono": self.cfg.mono_max_tokens, "bi": self.cfg.bi_max_tokens},
-            {"mono": self.cfg.mono_batch_size, "bi": self.cfg.bi_batch_size},
+        self.datasets[split] = VecoZipDataset(
+            parts,
+            own_tokens={"mono": self.cfg.mono_max_tokens, "bi": self.cfg.bi_max_tokens},
+            own_pairs={"mono": self.cfg.mono_batch_size, "bi": self.cfg.bi_batch_size},
         )
-        self.datasets[split] = VecoZipDataset(parts, sizes)
         self.datasets[split].set_epoch(epoch)
 
     # --- model and schedule -----------------------------------------------------------
