@@ -5,6 +5,9 @@ import subprocess
 import sys
 from typing import Dict, List
 
+from fairseq import options
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
 from veco_plugin.fairseq_logs import json_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -92,3 +95,11 @@ def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra
         str(updates),
         *extra,
     ]
+
+
+def train_cfg(args: List):
+    """fairseq-train's configuration of ``args``, parsed in-process as fairseq_cli.train
+    does (``--bf16`` left on the CPU: fairseq's parser would also turn on ``--tpu``)."""
+    parsed = options.parse_args_and_arch(options.get_training_parser(), [str(a) for a in args])
+    parsed.tpu = False
+    return convert_namespace_to_omegaconf(parsed)

@@ -7,20 +7,16 @@ size each sub-batch on its own (the paper: 1024 monolingual vs 4096 bilingual pa
 import itertools
 
 import pytest
-from fairseq import options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from runner import USER_DIR
+from fairseq import tasks
+from runner import USER_DIR, train_cfg
 
 
 def _epoch(data, *flags, limit=None, split="train"):
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(
-        parser,
+    cfg = train_cfg(
         [data, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--arch", "veco_tiny"]
         + ["--mono-langs", "en,de", "--bi-pairs", "en-de", "--criterion", "ca_mlm"]
-        + ["--max-mono-positions", "48", "--max-bi-positions", "48", *flags],
+        + ["--max-mono-positions", "48", "--max-bi-positions", "48", *flags]
     )
-    cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset(split)
     dataset = task.dataset(split)

@@ -15,12 +15,11 @@ optimizer is fairseq's ``FP16Optimizer`` given the flat buffer that
 
 import pytest
 import torch
-from fairseq import optim, options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq import optim, tasks
 from fairseq.optim.fp16_optimizer import FP16Optimizer
 from fairseq.optim.lr_scheduler import build_lr_scheduler
 from fairseq.trainer import Trainer
-from runner import USER_DIR
+from runner import pretrain_args, train_cfg
 
 FROZEN_UPDATES = 3
 
@@ -28,31 +27,22 @@ FROZEN_UPDATES = 3
 def _trainer(data, precision):
     flat = "flat" in precision  # not a fairseq flag: the hand-built flat optimizer below
     precision = [p for p in precision if p != "flat"]
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(
-        parser,
-        [
+    cfg = train_cfg(
+        pretrain_args(
             data,
-            "--user-dir",
-            USER_DIR,
-            "--task",
-            "veco_pretraining",
-            "--mono-langs",
-            "en,de",
-            "--bi-pairs",
-            "en-de",
-            "--arch",
-            "veco_tiny",
-            "--criterion",
+            "unused",
             "ca_mlm",
-            "--optimizer",
-            "adam",
-            "--lr",
-            "1e-2",
+            FROZEN_UPDATES + 1,
             "--weight-decay",
             "0.1",
             "--clip-norm",
             "1.0",
+            "--lr",
+            "1e-2",
+            "--lr-scheduler",
+            "fixed",
+            "--warmup-updates",
+            "0",
             "--max-tokens",
             "400",
             "--max-mono-positions",
@@ -60,15 +50,12 @@ def _trainer(data, precision):
             "--max-bi-positions",
             "32",
             "--cross-attention-only-updates",
-            str(FROZEN_UPDATES),
-            "--cpu",
+            FROZEN_UPDATES,
             "--seed",
             "3",
             *precision,
-        ],
+        )
     )
-    args.tpu = False  # fairseq's parser turns --bf16 into --tpu
-    cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train")
     model = task.build_model(cfg.model)

@@ -2,8 +2,7 @@
 
 import torch
 from fairseq import options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from runner import USER_DIR, pretrain_args, run
+from runner import USER_DIR, pretrain_args, run, train_cfg
 
 from veco_plugin.trusted_load import load_trusted
 
@@ -151,16 +150,11 @@ def test_released_xlmr_layouts_load_bit_exactly(pretrain_data, tmp_path):
     torch.save(_released_layout(current), old)
     assert any(k.startswith("decoder.sentence_encoder.") for k in load_trusted(old)["model"])
 
-    args = options.parse_args_and_arch(
-        options.get_training_parser(),
-        [
-            str(a)
-            for a in pretrain_args(
-                pretrain_data, tmp_path / "veco", "ca_mlm", 1, "--pretrained-xlmr", old, *TINY
-            )
-        ],
+    cfg = train_cfg(
+        pretrain_args(
+            pretrain_data, tmp_path / "veco", "ca_mlm", 1, "--pretrained-xlmr", old, *TINY
+        )
     )
-    cfg = convert_namespace_to_omegaconf(args)
     model = tasks.setup_task(cfg.task).build_model(cfg.model)
     ours = model.state_dict()
     rows = len(open(f"{pretrain_data}/dict.txt", encoding="utf-8").read().splitlines())
