@@ -21,7 +21,7 @@
 #
 #   bash scripts/quickstart.sh --run-dir runs/quickstart                 # (= make quickstart)
 #   bash scripts/quickstart.sh --run-dir runs/qs-gpu --gpu --arch base \
-#       --pretrain-updates 50000 --finetune-updates 20000 --max-tokens 8192 --pretrain-max-tokens 8192
+#       --pretrain-updates 50000 --finetune-updates 20000 --max-tokens 8192 --pretrain-max-tokens 24576
 #
 # Re-running resumes: a finished stage (RUN/stamps/<stage>.done, which holds a hash of its exact
 # command) is skipped; an interrupted fairseq-train continues from its checkpoint_last.pt. A
@@ -47,7 +47,7 @@ ARCH=tiny
 DECODER_LAYERS=all
 MAX_POSITIONS=256
 PT_UPDATES=1000
-PT_MAX_TOKENS=2048
+PT_MAX_TOKENS=6144
 PT_LR=2e-3
 PT_WARMUP=200
 FT_UPDATES=600
@@ -91,7 +91,7 @@ usage: $(basename "$0") [flags]
   --max-positions N        pre-training (mono; bi gets N/2 a side) and NMT positions [$MAX_POSITIONS]
  pre-training
   --pretrain-updates N     updates of each pre-training                  [$PT_UPDATES]
-  --pretrain-max-tokens N  tokens per batch                              [$PT_MAX_TOKENS]
+  --pretrain-max-tokens N  tokens per update (mono + bi sub-batch, TLM included) [$PT_MAX_TOKENS]
   --pretrain-lr LR --pretrain-warmup N                                   [$PT_LR $PT_WARMUP]
   --xlm / --no-xlm         also pre-train with tlm and fine-tune from it (the XLM row) [on]
  fine-tuning (identical for every initialization)
@@ -124,7 +124,7 @@ die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
 
 smoke_preset() {
   VALID_SIZE=40; TEST_SIZE=40; MAX_TRAIN_PAIRS=2000; VOCAB=1000
-  PT_UPDATES=20; PT_MAX_TOKENS=1024; PT_WARMUP=10; FT_UPDATES=20; FT_MAX_TOKENS=1024
+  PT_UPDATES=20; PT_MAX_TOKENS=3072; PT_WARMUP=10; FT_UPDATES=20; FT_MAX_TOKENS=1024
   FT_WARMUP=10; EVAL_INTERVAL=10; AVERAGE_LAST=2; EXAMPLES=2; LOG_INTERVAL=10
 }
 for arg in "$@"; do [[ "$arg" == --smoke ]] && smoke_preset; done
