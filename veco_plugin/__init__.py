@@ -1,7 +1,8 @@
 """veco_plugin: a fairseq ``--user-dir`` for VECO, TLM and cross-lingual alignment objectives."""
 
-from . import trusted_load
+from . import checkpoint_io, trusted_load
 
 trusted_load.install()
+checkpoint_io.install()
 
 from . import criterions, models, tasks  # noqa: E402,F401  (register by import)

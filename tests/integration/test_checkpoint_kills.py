@@ -1,0 +1,79 @@
+"""No checkpoint ever lost: ``kill -9`` around saves leaves only complete checkpoint
+files, and a truncated ``checkpoint_last.pt`` is named and skipped on resume."""
+
+import glob
+import os
+import random
+import signal
+import subprocess
+import time
+
+from runner import BIN, env, pretrain_args, run
+
+from veco_plugin.trusted_load import load_trusted
+
+
+def _args(data, save, max_update, *extra):
+    # a save at every update, so kills land in and around saves
+    return pretrain_args(
+        data,
+        save,
+        "ca_mlm",
+        max_update,
+        "--save-interval-updates",
+        "1",
+        "--keep-interval-updates",
+        "2",
+        "--disable-validation",
+        "--log-interval",
+        "1",
+        *extra,
+    )
+
+
+def _kill_during_training(args, save, rng) -> None:
+    proc = subprocess.Popen(
+        [os.path.join(BIN, "fairseq-train"), *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env(),
+    )
+    deadline = time.time() + 120
+    seen = len(glob.glob(str(save / "checkpoint_*_*.pt")))
+    while time.time() < deadline and proc.poll() is None:
+        if len(glob.glob(str(save / "checkpoint_*_*.pt"))) > seen or os.path.exists(
+            save / "checkpoint_last.pt.tmp"
+        ):
+            break
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.3))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def _updates(path) -> int:
+    return load_trusted(path)["optimizer_history"][-1]["num_updates"]
+
+
+def test_kills_around_saves_leave_complete_checkpoints_and_resume(pretrain_data, tmp_path):
+    save = tmp_path / "ck"
+    rng = random.Random(0)
+    for _ in range(6):
+        _kill_during_training(_args(pretrain_data, save, 100000), save, rng)
+        for path in glob.glob(str(save / "checkpoint*.pt")):
+            load_trusted(path)  # every checkpoint file left is complete
+    last = save / "checkpoint_last.pt"
+    done = _updates(last)
+    assert done > 0
+
+    out = run("fairseq-train", _args(pretrain_data, save, done + 2)).stdout
+    assert f"@ {done} updates" in out  # resumed where the killed run stopped
+
+    # a truncated checkpoint_last.pt (as fairseq's own in-place copy can leave) is named
+    # and the newest complete checkpoint takes over
+    data = last.read_bytes()
+    last.write_bytes(data[: len(data) // 2])
+    proc = run("fairseq-train", _args(pretrain_data, save, done + 4))
+    log = proc.stdout + proc.stderr
+    assert f"{last} is truncated" in log and "resuming from" in log
+    assert _updates(last) == done + 4

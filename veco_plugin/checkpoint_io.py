@@ -1,0 +1,105 @@
+"""Checkpoint files a run writes are complete or absent; a resume skips a broken one.
+
+fairseq writes ``checkpoint_E_U.pt`` atomically (``.tmp`` + rename), then *copies* it
+to ``checkpoint_last.pt`` / ``checkpoint_best.pt`` in place: a kill during that copy
+(pre-emption, out-of-memory kill, power loss) leaves a truncated
+``checkpoint_last.pt``, and the next run dies inside ``torch.load``. Importing the
+plugin (``--user-dir veco_plugin``) makes those copies atomic too (copy to ``.tmp``,
+fsync, rename) and lets a resume that finds ``checkpoint_last.pt`` unloadable say
+so and continue from the newest loadable checkpoint of the save dir.
+"""
+
+import copy
+import functools
+import glob
+import logging
+import os
+import shutil
+import zipfile
+from typing import Optional
+
+from fairseq.file_io import PathManager
+
+logger = logging.getLogger(__name__)
+
+
+def is_complete(path: str) -> bool:
+    """Whether ``path`` is a whole ``torch.save`` archive (zip central directory and
+    pickle present); a truncated copy lacks the directory, which sits at the end."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.endswith("data.pkl") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def atomic_copy(src: str, dst: str) -> None:
+    """``dst`` becomes a complete copy of ``src`` or stays as it was."""
+    tmp = f"{dst}.tmp"
+    with open(src, "rb") as source, open(tmp, "wb") as target:
+        shutil.copyfileobj(source, target, length=16 << 20)
+        target.flush()
+        os.fsync(target.fileno())
+    os.replace(tmp, dst)
+
+
+class AtomicCopyPathManager(PathManager):
+    """fairseq's ``PathManager`` whose local copies are atomic."""
+
+    @staticmethod
+    def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+        if PathManager.path_requires_pathmanager(src_path) or PathManager.path_requires_pathmanager(
+            dst_path
+        ):
+            return PathManager.copy(src_path, dst_path, overwrite=overwrite)
+        atomic_copy(src_path, dst_path)
+        return True
+
+
+def newest_complete(save_dir: str, suffix: str, exclude: str) -> Optional[str]:
+    """The most recently written complete ``checkpoint*{suffix}.pt`` of ``save_dir``."""
+    candidates = [
+        path
+        for path in glob.glob(os.path.join(save_dir, f"checkpoint*{suffix}.pt"))
+        if os.path.abspath(path) != os.path.abspath(exclude)
+    ]
+    for path in sorted(candidates, key=os.path.getmtime, reverse=True):
+        if is_complete(path):
+            return path
+    return None
+
+
+def _resume_from_complete(load_checkpoint):
+    @functools.wraps(load_checkpoint)
+    def wrapper(cfg, trainer, **passthrough_args):
+        last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
+        if cfg.restore_file == "checkpoint_last.pt" and os.path.exists(last):
+            if not is_complete(last):
+                fallback = newest_complete(cfg.save_dir, trainer.checkpoint_suffix, last)
+                if fallback is None:
+                    raise ValueError(
+                        f"{last} is truncated and {cfg.save_dir} holds no other complete "
+                        "checkpoint: delete it to start from scratch"
+                    )
+                logger.warning(
+                    "%s is truncated (a run killed while saving?): resuming from %s, the "
+                    "newest complete checkpoint in %s",
+                    last,
+                    fallback,
+                    cfg.save_dir,
+                )
+                cfg = copy.deepcopy(cfg)
+                cfg.restore_file = fallback
+        return load_checkpoint(cfg, trainer, **passthrough_args)
+
+    wrapper.__veco_wrapped__ = True
+    return wrapper
+
+
+def install() -> None:
+    """Atomic checkpoint copies and truncation-aware resume; idempotent."""
+    from fairseq import checkpoint_utils
+
+    checkpoint_utils.PathManager = AtomicCopyPathManager
+    if not getattr(checkpoint_utils.load_checkpoint, "__veco_wrapped__", False):
+        checkpoint_utils.load_checkpoint = _resume_from_complete(checkpoint_utils.load_checkpoint)
