@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+import torch
 from runner import BIN, env, pretrain_args, run
 
 from veco_plugin.trusted_load import load_trusted
@@ -77,3 +78,23 @@ def test_kills_around_saves_leave_complete_checkpoints_and_resume(pretrain_data,
     log = proc.stdout + proc.stderr
     assert f"{last} is truncated" in log and "resuming from" in log
     assert _updates(last) == done + 4
+
+
+def test_killed_and_resumed_run_ends_where_an_uninterrupted_one_does(pretrain_data, tmp_path):
+    """fairseq restores the data iterator's position inside an epoch; with the zipped
+    sub-batches, the masks and the dropout seeded per update, a run killed and resumed
+    several times ends with the very parameters of an uninterrupted run."""
+    updates = 16
+    flags = ("--dropout", "0.1")
+    run("fairseq-train", _args(pretrain_data, tmp_path / "straight", updates, *flags))
+    save = tmp_path / "killed"
+    rng = random.Random(1)
+    for _ in range(3):
+        _kill_during_training(_args(pretrain_data, save, updates, *flags), save, rng)
+    assert _updates(save / "checkpoint_last.pt") < updates
+    run("fairseq-train", _args(pretrain_data, save, updates, *flags))
+    straight = load_trusted(tmp_path / "straight" / "checkpoint_last.pt")["model"]
+    resumed = load_trusted(save / "checkpoint_last.pt")["model"]
+    assert straight.keys() == resumed.keys()
+    for name, value in straight.items():
+        assert torch.equal(resumed[name], value), name
