@@ -20,6 +20,8 @@ from typing import Optional
 
 from fairseq.file_io import PathManager
 
+from .errors import VecoUserError
+
 logger = logging.getLogger(__name__)
 
 
@@ -77,7 +79,7 @@ def _resume_from_complete(load_checkpoint):
             if not is_complete(last):
                 fallback = newest_complete(cfg.save_dir, trainer.checkpoint_suffix, last)
                 if fallback is None:
-                    raise ValueError(
+                    raise VecoUserError(
                         f"{last} is truncated and {cfg.save_dir} holds no other complete "
                         "checkpoint: delete it to start from scratch"
                     )

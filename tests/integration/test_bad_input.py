@@ -1,22 +1,32 @@
 """Bad input: one-line errors naming the file or flag and the fix; no mid-epoch crash."""
 
+import os
 import shutil
+import signal
+import subprocess
+import time
 
-from runner import json_logs, pretrain_args, run
+import pytest
+from runner import BIN, env, json_logs, pretrain_args, run
 
 
 def _train_error(args) -> str:
-    """Run fairseq-train expecting failure; return the last line it printed on stderr."""
+    """Run fairseq-train expecting a refusal: non-zero exit, no traceback, and a last
+    line ``fairseq-train: error: ...``; return that line."""
     proc = run("fairseq-train", args, check=False)
     assert proc.returncode != 0, "fairseq-train should have refused this input"
-    return [line for line in proc.stderr.strip().splitlines() if line.strip()][-1]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1]
+    assert line.startswith("fairseq-train: error: "), line
+    return line
 
 
 def test_missing_language(pretrain_data, tmp_path):
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2)
     args[args.index("--mono-langs") + 1] = "en,fr"
     line = _train_error(args)
-    assert "mono/fr/" in line and "fairseq-preprocess --only-source" in line
+    assert "mono/fr" in line and "holds de, en" in line
+    assert "fairseq-preprocess --only-source" in line
 
 
 def test_missing_split(pretrain_data, tmp_path):
@@ -98,3 +108,35 @@ def test_fully_sharded_is_refused(pretrain_data, tmp_path):
     )
     line = _train_error(args)
     assert "--ddp-backend fully_sharded" in line and "pytorch_ddp" in line
+
+
+@pytest.mark.parametrize(
+    "flag,value,expected",
+    [
+        ("--mono-mask-prob", "0", "--mono-mask-prob 0.0: must be in (0, 1]"),
+        ("--bi-mask-prob", "1.5", "--bi-mask-prob 1.5: must be in (0, 1]"),
+        ("--bi-pairs", "en_de", "'en_de' is not SRC-TGT"),
+        ("--bi-pairs", "de-en", "bi/en-de exists: pass --bi-pairs en-de"),
+    ],
+)
+def test_flags_checked_before_any_data(pretrain_data, tmp_path, flag, value, expected):
+    args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, flag, value)
+    assert expected in _train_error(args)
+
+
+def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
+    proc = subprocess.Popen(
+        [os.path.join(BIN, "fairseq-train")]
+        + [str(a) for a in pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 100000)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
+    time.sleep(12)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == (
+        "fairseq-train: interrupted; resume with the same command"
+    )

@@ -5,6 +5,8 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Type
 
+from ..errors import VecoUserError
+
 
 def run_cli(
     prog: str,
@@ -13,7 +15,8 @@ def run_cli(
     error: Type[Exception],
     argv: Optional[Sequence[str]] = None,
 ) -> None:
-    """Parse ``argv``, run ``main(args)``; an ``error`` exits with ``prog: error: ...``."""
+    """Parse ``argv``, run ``main(args)``; an ``error`` (or any ``VecoUserError``) exits
+    with ``prog: error: ...``."""
     logging.basicConfig(
         format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
         level=os.environ.get("LOGLEVEL", "INFO").upper(),
@@ -23,7 +26,7 @@ def run_cli(
     args = get_parser().parse_args(argv)
     try:
         main(args)
-    except error as exc:
+    except (error, VecoUserError) as exc:
         sys.exit(f"{prog}: error: {exc}")
 
 

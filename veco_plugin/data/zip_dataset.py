@@ -7,6 +7,8 @@ from typing import Dict, List, Optional
 import numpy as np
 from fairseq.data import FairseqDataset, data_utils
 
+from ..errors import VecoUserError
+
 
 @dataclass(frozen=True)
 class SubBatchSize:
@@ -35,7 +37,7 @@ def sub_batch_sizes(
         share = (max_tokens - fixed) // len(rest)
     if max_tokens is not None and (fixed > max_tokens or share is not None and share <= 0):
         given = " + ".join(f"--{k}-max-tokens {own_tokens[k]}" for k in parts if own_tokens.get(k))
-        raise ValueError(
+        raise VecoUserError(
             f"{given} leave no room in --max-tokens {max_tokens}, which bounds a whole update "
             f"(every sub-batch): raise --max-tokens to at least {fixed + len(rest)}"
         )

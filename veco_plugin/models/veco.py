@@ -17,6 +17,7 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor
 
+from ..errors import VecoUserError
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
 
 logger = logging.getLogger(__name__)
@@ -237,22 +238,22 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
         if k not in own and not k.startswith(_XLMR_EXTRA_PREFIXES) and not k.endswith("version")
     ]
     if extra:
-        raise ValueError(
+        raise VecoUserError(
             f"{source}: {len(extra)} keys have no place in a veco model (e.g. {extra[0]}): "
             "is it a fairseq RoBERTa/XLM-R checkpoint of the same layer count?"
         )
     emb = "encoder.sentence_encoder.embed_tokens.weight"
     if emb not in state:
-        raise ValueError(f"{source}: no {emb}: not a fairseq RoBERTa/XLM-R checkpoint")
+        raise VecoUserError(f"{source}: no {emb}: not a fairseq RoBERTa/XLM-R checkpoint")
     if state[emb].shape != own[emb].shape:
-        raise ValueError(
+        raise VecoUserError(
             f"{source}: embeddings {tuple(state[emb].shape)} but the task dictionary gives "
             f"{tuple(own[emb].shape)}: binarize with the checkpoint's dict.txt "
             "(fairseq-preprocess --srcdict CKPT_DIR/dict.txt) and the same --arch sizes"
         )
     for k, v in state.items():
         if k in own and own[k].shape != v.shape:
-            raise ValueError(
+            raise VecoUserError(
                 f"{source}: {k} has shape {tuple(v.shape)}, the --arch gives "
                 f"{tuple(own[k].shape)}: pick the arch matching the checkpoint"
             )
@@ -260,7 +261,7 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
     random_modules = sorted({k.rsplit(".", 1)[0] for k in missing})
     bad = [k for k in missing if ".cross_attn" not in k]
     if bad:
-        raise ValueError(f"{source}: missing non-cross-attention weights, e.g. {bad[0]}")
+        raise VecoUserError(f"{source}: missing non-cross-attention weights, e.g. {bad[0]}")
     logger.info(
         "initialized veco from %s; %d modules start random (cross-attention): %s",
         source,

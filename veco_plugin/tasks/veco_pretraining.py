@@ -29,6 +29,7 @@ from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
 from ..data.zip_dataset import VecoZipDataset
+from ..errors import VecoUserError
 from ..models.veco import load_xlmr_into_veco
 from .frozen_step import step_leaving_untouched
 
@@ -89,6 +90,56 @@ def _split_list(text: str) -> List[str]:
     return [t for t in text.split(",") if t]
 
 
+def _existing(directory: str) -> str:
+    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    return ", ".join(names) if names else "nothing"
+
+
+def check_flags(cfg: "VecoPretrainingConfig") -> None:
+    """What can be checked before any data is read: probabilities, pair names, and
+    that every named language and pair has a directory (with what exists instead)."""
+    for flag in ("mono_mask_prob", "bi_mask_prob"):
+        if not 0.0 < getattr(cfg, flag) <= 1.0:
+            raise VecoUserError(
+                f"--{flag.replace('_', '-')} {getattr(cfg, flag)}: must be in (0, 1]"
+            )
+    for flag in ("leave_unmasked_prob", "random_token_prob"):
+        if not 0.0 <= getattr(cfg, flag) <= 1.0:
+            raise VecoUserError(
+                f"--{flag.replace('_', '-')} {getattr(cfg, flag)}: must be in [0, 1]"
+            )
+    if cfg.leave_unmasked_prob + cfg.random_token_prob > 1.0:
+        raise VecoUserError(
+            "--leave-unmasked-prob + --random-token-prob exceed 1: "
+            "both are shares of the masked tokens"
+        )
+    for pair in _split_list(cfg.bi_pairs):
+        sides = pair.split("-")
+        if len(sides) != 2 or not all(sides) or sides[0] == sides[1]:
+            raise VecoUserError(
+                f"--bi-pairs: {pair!r} is not SRC-TGT (two different languages, e.g. en-de)"
+            )
+        directory = os.path.join(cfg.data, "bi", pair)
+        if not os.path.isdir(directory):
+            bi = os.path.join(cfg.data, "bi")
+            reverse = os.path.join(bi, f"{sides[1]}-{sides[0]}")
+            hint = (
+                f"{reverse} exists: pass --bi-pairs {sides[1]}-{sides[0]}"
+                if os.path.isdir(reverse)
+                else f"{bi} holds {_existing(bi)}"
+            )
+            raise VecoUserError(f"--bi-pairs {pair}: no {directory}; {hint}")
+    for lang in _split_list(cfg.mono_langs):
+        directory = os.path.join(cfg.data, "mono", lang)
+        if not os.path.isdir(directory):
+            mono = os.path.join(cfg.data, "mono")
+            raise VecoUserError(
+                f"--mono-langs {lang}: no {directory} ({mono} holds {_existing(mono)}); "
+                f"binarize it with fairseq-preprocess --only-source --srcdict {cfg.data}/dict.txt "
+                f"--trainpref TEXT --destdir {directory}"
+            )
+
+
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
 class VecoPretrainingTask(FairseqTask):
     cfg: VecoPretrainingConfig
@@ -103,15 +154,16 @@ class VecoPretrainingTask(FairseqTask):
     @classmethod
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
         if not (_split_list(cfg.mono_langs) or _split_list(cfg.bi_pairs)):
-            raise ValueError("veco_pretraining: give --mono-langs and/or --bi-pairs")
+            raise VecoUserError("veco_pretraining: give --mono-langs and/or --bi-pairs")
         if cfg.ddp_backend == "fully_sharded":
-            raise ValueError(
+            raise VecoUserError(
                 "--ddp-backend fully_sharded is not supported by veco_pretraining (fairscale's "
                 "FSDP, untested here): use --ddp-backend pytorch_ddp (GPUs) or legacy_ddp"
             )
+        check_flags(cfg)
         path = os.path.join(cfg.data, "dict.txt")
         if not os.path.exists(path):
-            raise FileNotFoundError(
+            raise VecoUserError(
                 f"{path} not found: DATA must hold the shared dictionary "
                 "(the pre-trained model's dict.txt)"
             )
@@ -147,14 +199,14 @@ class VecoPretrainingTask(FairseqTask):
         shared = os.path.join(self.cfg.data, "dict.txt")
         local = os.path.join(directory, dict_name)
         if os.path.exists(local) and not filecmp.cmp(shared, local, shallow=False):
-            raise ValueError(f"{local} differs from {shared}: re-binarize with {fix}")
+            raise VecoUserError(f"{local} differs from {shared}: re-binarize with {fix}")
         for prefix in prefixes:
             dataset = data_utils.load_indexed_dataset(
                 os.path.join(directory, prefix), self.dictionary
             )
             if dataset is not None:
                 return dataset
-        raise FileNotFoundError(
+        raise VecoUserError(
             f"no binarized data {os.path.join(directory, prefixes[0])}.{{bin,idx}}: run {fix}"
         )
 
@@ -191,7 +243,7 @@ class VecoPretrainingTask(FairseqTask):
             for lang in (src, tgt)
         ]
         if len(sides[0]) != len(sides[1]):
-            raise ValueError(
+            raise VecoUserError(
                 f"{directory}/{split}.{pair}.{{{src},{tgt}}} have {len(sides[0])} and "
                 f"{len(sides[1])} lines: the raw text sides must be line-aligned (a stray "
                 "carriage return inside a line is the usual cause: strip \\r and re-binarize)"
@@ -252,7 +304,7 @@ class VecoPretrainingTask(FairseqTask):
         if self.cfg.pretrained_xlmr and not from_checkpoint:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
-                raise FileNotFoundError(f"--pretrained-xlmr {path}: no such file")
+                raise VecoUserError(f"--pretrained-xlmr {path}: no such file")
             state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
         return model
