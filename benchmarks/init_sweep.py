@@ -21,8 +21,9 @@ loss of each VECO run *minus* its random-init twin (same architecture, same inpu
     veco@Bmax lr=X       --finetune-lr X (each of --lr-variants) vs random init at lr X
 
 Budget 0 is random initialization. Defaults (tiny model, 2000 pre-training and 600
-fine-tuning updates, 2 jobs of 1 thread) take under an hour on 2 CPU cores; everything
-scales by flags, e.g. on a GPU::
+fine-tuning updates, 2 jobs of 1 thread) are sized for about an hour on 2 CPU cores (about
+75 min measured here, on cores shared with two test suites; ``--no-variants`` runs only the
+budget sweep, about half of it). Everything scales by flags, e.g. on a GPU::
 
     python benchmarks/init_sweep.py --run-dir runs/sweep-gpu --gpu --arch base \\
         --pretrain-updates 0,10000,20000,50000 --finetune-updates 20000 --eval-interval 2000 \\
