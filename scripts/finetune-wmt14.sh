@@ -14,7 +14,10 @@
 #       --restore-file checkpoints/veco_nmt_init/checkpoint_init.pt --decoder-layers 6
 # --decoder-layers must be the count veco-init-nmt --decoder-layers chose (last:6 -> 6;
 # the arch default is the encoder depth), --tie-decoder-to-encoder-layers the layers it
-# printed for --tie-layers: veco-init-nmt logs the exact fairseq-train flags.
+# printed for --tie-layers: veco-init-nmt logs the exact fairseq-train flags. A size no
+# named arch has: --arch veco_transformer and the printed size flags after --, e.g.
+#   ... --arch veco_transformer --decoder-layers 4 -- --encoder-layers 4 \
+#       --encoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --encoder-attention-heads 4
 # Arguments after -- go to fairseq-train unchanged. --dry-run prints the command.
 set -euo pipefail
 

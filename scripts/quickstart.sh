@@ -68,6 +68,7 @@ JOBS=
 THREADS=1
 WORKERS=2
 FORCE=0
+DATA_ONLY=0
 SLOTS_OPEN=0
 
 usage() {
@@ -116,6 +117,8 @@ usage: $(basename "$0") [flags]
   --smoke                  tiny everything, for tests: 2000 train pairs, 40 valid/test, vocab
                            1000, 20 pre-training and 20 fine-tuning updates (later flags win)
   --force                  delete RUN and run every stage again
+  --data-only              stop after the corpus and data stages (RUN/data, RUN/nmt-bin;
+                           what benchmarks/init_sweep.py builds on)
   -h, --help               this help
 EOF
 }
@@ -170,6 +173,7 @@ while [[ $# -gt 0 ]]; do
     --log-interval) LOG_INTERVAL=$2; shift 2 ;;
     --smoke) shift ;;
     --force) FORCE=1; shift ;;
+    --data-only) DATA_ONLY=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown flag $1" ;;
   esac
@@ -323,7 +327,8 @@ make_data() {  # data: sentencepiece + veco_pretraining DATA + translation NMT_B
   PYTHON=$PYTHON x bash "$ROOT/scripts/prepare-pretraining-data.sh" --text "$TEXT" --out "$DATA" \
     --src "$SRC" --tgt "$TGT" --vocab-size "$VOCAB" --workers "$WORKERS"
   echo "== encoding the test set with $DATA/spm.model"
-  # Every valid/test sentence (+ </s>) must fit the positions: fairseq-generate refuses longer.
+  # Every valid/test sentence (+ <s> and </s>: translation_from_pretrained_veco's source is
+  # <s> x </s>) must fit the positions: fairseq-generate refuses longer.
   "$PYTHON" - "$DATA/spm.model" "$MAX_POSITIONS" "$TEXT/test.$SRC" "$DATA/text/test.spm.$SRC" \
     "$TEXT/test.$TGT" "$DATA/text/test.spm.$TGT" <<'PYEOF'
 import glob, os, sys, sentencepiece as spm
@@ -336,8 +341,8 @@ text = os.path.dirname(sys.argv[4])
 for path in glob.glob(f"{text}/valid.spm.*") + glob.glob(f"{text}/test.spm.*"):
     with open(path, encoding="utf-8") as f:
         longest = max(len(line.split()) for line in f)
-    if longest + 1 > max_positions:
-        sys.exit(f"{path}: a sentence of {longest} pieces (+ </s>) exceeds --max-positions "
+    if longest + 2 > max_positions:
+        sys.exit(f"{path}: a sentence of {longest} pieces (+ <s>, </s>) exceeds --max-positions "
                  f"{max_positions}; raise --max-positions (or --vocab-size)")
 PYEOF
   echo "== binarizing the translation data (--joined-dictionary --srcdict $DATA/dict.txt)"
@@ -414,6 +419,10 @@ echo "   pre-training $PT_UPDATES updates, fine-tuning $FT_UPDATES updates; $DEV
 run_stage corpus make_text "$TEXT_IN" "$LOCALE_DIR" "$SRC" "$TGT" "$VALID_SIZE" "$TEST_SIZE" \
   "$MAX_TRAIN_PAIRS" "$SEED"
 run_stage data make_data "$VOCAB" "$WORKERS" "$MAX_POSITIONS"
+if [[ "$DATA_ONLY" == 1 ]]; then
+  echo "== --data-only: $DATA (pre-training) and $NMT_BIN (translation) are ready"
+  exit 0
+fi
 
 if [[ "$JOBS" -gt 1 ]]; then
   # SLOTS: the pipelines run side by side; a stage takes one of JOBS tokens from fd 9.

@@ -21,8 +21,15 @@ The key map (:func:`nmt_module_map`) is explicit, at module level::
                             <- encoder.sentence_encoder.layers.L[j].cross_attn_layer_norm
 
 with M in :data:`LAYER_MODULES` and L the decoder source layers
-(:func:`parse_decoder_layers`). The pre-training LM head (``encoder.lm_head.*``) and
-classification heads are dropped. :func:`init_nmt_state` fails on a target weight
+(:func:`parse_decoder_layers`), and one parameter (:data:`PARAMETER_MAP`)::
+
+    decoder.output_projection.bias      <- encoder.lm_head.bias
+
+when the model has it (``--decoder-output-bias``). The rest of the pre-training LM head
+(``encoder.lm_head.dense``, GELU, ``encoder.lm_head.layer_norm``: the transform between
+the last layer and the tied output embeddings) and classification heads are dropped:
+the decoder predicts from the tied embeddings directly, so its logits at
+initialization are not the pre-trained LM's. :func:`init_nmt_state` fails on a target weight
 without a source (missing) and on a source weight the map does not know
 (unexpected); the only modules allowed to start random are the encoder-decoder
 attentions when the input is a plain XLM-R/RoBERTa checkpoint (it has no
@@ -56,7 +63,10 @@ VOCAB_KEYS = (
     "encoder.embed_tokens.weight",
     "decoder.embed_tokens.weight",
     "decoder.output_projection.weight",
+    "decoder.output_projection.bias",
 )
+# Single parameters mapped outside the module map: target key <- source key.
+PARAMETER_MAP = {"decoder.output_projection.bias": "encoder.lm_head.bias"}
 # Source modules deliberately not carried over.
 DROPPED_SOURCE_PREFIXES = ("encoder.lm_head.", "classification_heads.")
 # Buffers that are not weights: the source's are ignored, the target's kept fresh.
@@ -78,6 +88,7 @@ class InitReport:
     decoder_source_layers: Tuple[int, ...]
     random_modules: Tuple[str, ...]  # target modules left at their fresh initialization
     dropped_modules: Tuple[str, ...]  # source modules not used by the target
+    kept_output_bias: bool = False  # decoder.output_projection.bias <- encoder.lm_head.bias
 
 
 def parse_decoder_layers(spec: str, num_layers: int) -> List[int]:
@@ -229,9 +240,12 @@ def init_nmt_state(
             state[key] = value.clone()
             continue
         module, suffix = _split(key, modules)
-        if module is None:
+        if key in PARAMETER_MAP:
+            module, source_key = key, PARAMETER_MAP[key]
+        elif module is None:
             raise NmtInitError(f"the key map has no source for the model's {key}")
-        source_key = f"{modules[module]}.{suffix}"
+        else:
+            source_key = f"{modules[module]}.{suffix}"
         if source_key not in pretrained:
             if kind == "xlmr" and module.rsplit(".", 1)[-1] in cross_targets:
                 state[key] = value.clone()
@@ -275,5 +289,6 @@ def init_nmt_state(
         decoder_source_layers=tuple(decoder_source_layers),
         random_modules=tuple(sorted(random)),
         dropped_modules=tuple(sorted(dropped)),
+        kept_output_bias=PARAMETER_MAP["decoder.output_projection.bias"] in used,
     )
     return state, report

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+import wmt_fixture
 from runner import REPO, env
 
 KEYS = [
@@ -69,3 +71,60 @@ def test_benchmark_json(tmp_path):
         "nmt_train_tps_ratio",
     } <= set(built)
     assert "ca_mlm" in proc.stdout and "masked_lm" in proc.stdout
+
+
+@pytest.mark.skipif(
+    not wmt_fixture.have_catalogs(("de",)), reason="no German gettext catalogs (the corpus)"
+)
+def test_init_sweep_smoke(tmp_path):
+    """benchmarks/init_sweep.py end to end at toy size: the data stage of the quickstart,
+    one pre-training with a checkpoint per budget, the fine-tunings, the differences."""
+    run = tmp_path / "sweep"
+    # fmt: off
+    args = ["--run-dir", run, "--max-train-pairs", "1000", "--valid-size", "40",
+            "--vocab-size", "1000", "--pretrain-updates", "0,5,10", "--finetune-updates", "10",
+            "--eval-interval", "5", "--pretrain-max-tokens", "1024", "--max-tokens", "1024",
+            "--pretrain-warmup", "5", "--finetune-warmup", "5", "--no-variants"]
+    # fmt: on
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads((run / "sweep.json").read_text())
+    assert sorted(result["curves"]) == ["ft-0", "ft-10", "ft-5"]
+    assert sorted(result["differences"]) == ["ft-10", "ft-5"]
+    for name, points in result["differences"].items():
+        assert [p["update"] for p in points] == [5, 10], name
+        for p in points:
+            assert all(math.isfinite(p[k]) for k in ("bleu", "loss", "d_bleu", "d_loss"))
+            assert p["d_loss"] == pytest.approx(
+                p["loss"] - result["curves"]["ft-0"][points.index(p)]["valid_loss"]
+            )
+    saved = os.listdir(run / "pretrain")
+    assert [any(f.endswith(f"_{b}.pt") for f in saved) for b in (5, 10)] == [True, True]
+    assert "| ft-10 (vs ft-0) |" in proc.stdout
+    again = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=600,
+    )
+    assert again.returncode == 0 and "start:" not in again.stdout
+    assert again.stdout.count("finished earlier: skipped") == 7  # data, pretrain, 2 inits, 3 ft
+
+
+def test_init_sweep_bad_flag_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"),
+         "--run-dir", str(tmp_path), "--pretrain-updates", "0"],
+        capture_output=True, text=True, env=env(),
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "init_sweep.py: error: --pretrain-updates '0': give at least one budget > 0"
+    ]

@@ -8,12 +8,14 @@ per language; whitespace tokens, one dictionary built from all of it):
    DATA/mono/{en,de}, DATA/bi/en-de) and into a translation data dir with
    ``--joined-dictionary --srcdict DATA/dict.txt`` (test = 13 sentences);
 2. ``fairseq-train --task veco_pretraining --arch veco_tiny --criterion ca_mlm``
-   for 10 updates;
+   for 10 updates, with sizes that no named arch has (``--encoder-layers 3
+   --encoder-embed-dim 32 --encoder-ffn-embed-dim 96 --encoder-attention-heads 2``);
 3. ``veco-init-nmt --decoder-layers last:1`` (the dictionary is found through the
-   checkpoint's ``cfg.task.data``);
-4. ``fairseq-train --task translation_from_pretrained_veco --arch
-   veco_transformer_tiny --restore-file INIT --reset-optimizer --reset-dataloader
-   --reset-meters`` for 30 updates.
+   checkpoint's ``cfg.task.data``; the arch and every size from the checkpoint);
+4. ``fairseq-train`` with exactly the flags ``veco-init-nmt`` printed (``--task
+   translation_from_pretrained_veco --arch veco_transformer --encoder-layers 3 ...
+   --restore-file INIT --reset-optimizer --reset-dataloader --reset-meters``) for 30
+   updates.
 
 The tests then run ``fairseq-generate`` (beam 5, default
 ``--required-batch-size-multiple 8``) and check every one of the 13 test sentences
@@ -22,6 +24,7 @@ is translated, and that mismatched data is refused with one line.
 
 import os
 import re
+import shlex
 from collections import Counter
 
 import pytest
@@ -53,6 +56,15 @@ def _head(src, dst, n):
 
 
 COMMON = ["--user-dir", USER_DIR, "--cpu", "--num-workers", "0", "--seed", "1"]
+# a size no named arch has (veco_tiny is 2 x 64, FFN 256, 4 heads)
+SIZES = ["--encoder-layers", "3", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "96",
+         "--encoder-attention-heads", "2"]  # fmt: skip
+
+
+def printed_flags(init_log):
+    """The fairseq-train flags after ``fine-tune with: fairseq-train DATA``."""
+    line = next(ln for ln in init_log.splitlines() if "fine-tune with: fairseq-train DATA" in ln)
+    return shlex.split(line.split("fairseq-train DATA", 1)[1])
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +92,7 @@ def run(tmp_path_factory):
 
     pre = root / "pretrain"
     _run("fairseq-train", data, *COMMON, "--task", "veco_pretraining", "--mono-langs", "en,de",
-         "--bi-pairs", "en-de", "--arch", "veco_tiny", "--criterion", "ca_mlm",
+         "--bi-pairs", "en-de", "--arch", "veco_tiny", *SIZES, "--criterion", "ca_mlm",
          "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1024", "--max-update", "10",
          "--disable-validation", "--save-dir", pre, "--no-epoch-checkpoints",
          "--log-format", "simple")
@@ -91,10 +103,8 @@ def run(tmp_path_factory):
 
     ft = root / "finetune"
     train_log = _run(
-        "fairseq-train", nmt, *COMMON, "--task", "translation_from_pretrained_veco",
-        "--arch", "veco_transformer_tiny", "--decoder-layers", "1", "--restore-file", init,
-        "--reset-optimizer", "--reset-dataloader", "--reset-meters",
-        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+        "fairseq-train", nmt, *printed_flags(init_log), "--cpu", "--num-workers", "0",
+        "--seed", "1", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
         "--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "1024", "--max-update", "30",
         "--save-dir", ft, "--no-epoch-checkpoints", "--log-format", "simple",
         "--log-interval", "10",
@@ -118,9 +128,10 @@ def _hypothesis_ids(output):
 
 def test_init_log_and_restore(run):
     log = run["init_log"]
-    assert "(veco): decoder layers <- pre-trained layers 1" in log
+    assert "(veco): decoder layers <- pre-trained layers 2" in log
     assert "no module starts random" in log
-    assert "--decoder-layers 1 --restore-file" in log
+    assert f"--arch veco_transformer {' '.join(SIZES)} --decoder-layers 1 --restore-file" in log
+    assert "not used: encoder.lm_head" in log
     assert f"Loaded checkpoint {run['init']} (epoch 1 @ 0 updates)" in run["train_log"]
     assert "num_updates 30" in run["train_log"]
     assert run["checkpoint"].exists() and not list(run["checkpoint"].parent.glob("*.tmp"))
@@ -151,3 +162,22 @@ def test_data_with_another_dictionary_is_refused(run):
         r"--joined-dictionary --srcdict <pretrained dict.txt>.*veco-reduce-vocab",
         proc.stderr,
     ), proc.stderr[-2000:]
+
+
+def test_interactive_agrees_with_generate(run):
+    """fairseq-interactive (raw text; the task prepends <s> to each source) and
+    fairseq-generate (binarized test set) give the same hypotheses."""
+    gen = _generate(run["nmt"], run["checkpoint"], "--batch-size", "1").stdout
+    hyps = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", gen, re.M))
+    with open(run["root"] / "text" / "test.en", encoding="utf-8") as f:
+        sources = f.read()
+    proc = run_script(
+        "fairseq-interactive",
+        [run["nmt"], *COMMON, "--task", "translation_from_pretrained_veco", "-s", "en",
+         "-t", "de", "--path", run["checkpoint"], "--beam", "5", "--max-len-b", "30",
+         "--buffer-size", "1", "--batch-size", "1"],
+        input=sources,
+    )  # fmt: skip
+    interactive = re.findall(r"^H-\d+\t\S+\t(.*)$", proc.stdout, re.M)
+    assert len(interactive) == N_TEST
+    assert interactive == [hyps[str(i)] for i in range(N_TEST)]

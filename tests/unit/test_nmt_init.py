@@ -34,7 +34,9 @@ from veco_plugin.trusted_load import load_trusted
 TOL = 1e-5
 
 
-def build_nmt(dictionary, decoder_layers=2, tied=None, seed=0, arch="veco_transformer_tiny"):
+def build_nmt(
+    dictionary, decoder_layers=2, tied=None, seed=0, arch="veco_transformer_tiny", bias=False
+):
     torch.manual_seed(seed)
     args = model_args(
         arch,
@@ -42,6 +44,7 @@ def build_nmt(dictionary, decoder_layers=2, tied=None, seed=0, arch="veco_transf
         max_target_positions=64,
         decoder_layers=decoder_layers,
         tie_decoder_to_encoder_layers=",".join(map(str, tied)) if tied else None,
+        decoder_output_bias=bias,
     )
     return VecoTransformerModel.build_model(args, ToyTask(dictionary))
 
@@ -119,6 +122,32 @@ def test_logits_match_two_stream_forward():
         diff_h = (lm(enc.transpose(0, 1)) - h_logits[:3])[keep_x].abs().max().item()
         diff_s = (lm(dec.transpose(0, 1)) - s_logits[3:])[keep_y].abs().max().item()
     assert diff_h <= TOL and diff_s <= TOL
+
+
+def test_output_bias_is_the_lm_head_bias():
+    """--decoder-output-bias <- encoder.lm_head.bias (rows mapped like the embeddings);
+    logits = tied embeddings . features + that bias, exactly."""
+    d = toy_dictionary()
+    veco = build("veco_tiny", d, seed=3).eval()
+    with torch.no_grad():
+        veco.encoder.lm_head.bias.normal_()
+    nmt = build_nmt(d, 2, seed=7, bias=True)
+    rows = list(range(d.nspecial)) + list(range(len(d) - 1, d.nspecial - 1, -1))
+    state, report = init_nmt_state(veco.state_dict(), nmt.state_dict(), [0, 1], rows)
+    bias = veco.encoder.lm_head.bias.detach()
+    assert torch.equal(state["decoder.output_projection.bias"], bias[rows])
+    assert report.kept_output_bias and "encoder.lm_head" in report.dropped_modules
+    state, _ = init_nmt_state(veco.state_dict(), nmt.state_dict(), [0, 1])
+    nmt.load_state_dict(state, strict=True)
+    nmt.eval()
+    x, y = random_tokens(d, 2, 7, seed=1), random_tokens(d, 2, 5, seed=2)
+    with torch.no_grad():
+        logits, _ = nmt(x, x.ne(d.pad()).sum(1), y)
+        features, _ = nmt.decoder(y, encoder_out=nmt.encoder(x), features_only=True)
+    expected = features @ nmt.decoder.embed_tokens.weight.t() + bias
+    assert torch.allclose(logits, expected, atol=1e-6)
+    plain, report = init_nmt_state(veco.state_dict(), build_nmt(d, 2).state_dict(), [0, 1])
+    assert "decoder.output_projection.bias" not in plain and not report.kept_output_bias
 
 
 def test_layer_specs():
@@ -331,6 +360,62 @@ def test_cli_checkpoint_loads_in_fairseq_and_is_exact(veco_checkpoint, tmp_path)
     with torch.no_grad():
         h = veco.sentence_encoder(x)["encoder_out"][0]
     assert max_diff(enc, h, x, d.pad()) <= TOL
+
+
+def test_cli_any_size_from_the_checkpoint(tmp_path, caplog):
+    """A size no named arch has (3 layers x 32, FFN 96, 2 heads): veco_transformer with
+    every size from the checkpoint, the flags printed, exact H and S streams."""
+    d = _dictionary_files(tmp_path)
+    sizes = dict(encoder_layers=3, encoder_embed_dim=32, encoder_ffn_embed_dim=96,
+                 encoder_attention_heads=2)  # fmt: skip
+    veco = build("veco_tiny", d, seed=5, **sizes).eval()
+    _save(veco, model_args("veco_tiny", **sizes), tmp_path / "veco.pt")
+    out = tmp_path / "init.pt"
+    with caplog.at_level(logging.INFO, logger="veco_plugin.cli.init_nmt"):
+        _cli("--pretrained", str(tmp_path / "veco.pt"), "--output", str(out))
+    flags = (
+        "--arch veco_transformer --encoder-layers 3 --encoder-embed-dim 32 "
+        "--encoder-ffn-embed-dim 96 --encoder-attention-heads 2 --decoder-layers 3"
+    )
+    assert flags in caplog.text
+    data = tmp_path / "data"
+    data.mkdir()
+    models, cfg = checkpoint_utils.load_model_ensemble(
+        [str(out)], task=_task(data, str(tmp_path / "dict.txt"))
+    )
+    assert cfg.model._name == "veco_transformer"
+    assert (cfg.model.decoder_embed_dim, cfg.model.decoder_attention_heads) == (32, 2)
+    nmt = models[0].eval()
+    assert nmt.decoder.layers[0].encoder_attn.num_heads == 2
+    x = random_tokens(d, 3, 9, seed=1, pad_tail=2)
+    y = random_tokens(d, 3, 6, seed=2, pad_tail=1)
+    h, s, enc, dec = streams(veco, nmt, x, y)
+    assert max_diff(enc, h, x, d.pad()) <= TOL and max_diff(dec, s, y, d.pad()) <= TOL
+    with pytest.raises(NmtInitError, match="is 2 layers x 64.*use --arch veco_transformer "):
+        _cli("--pretrained", str(tmp_path / "veco.pt"), "--output", str(out),
+             "--arch", "veco_transformer_tiny")  # fmt: skip
+    assert "dropped the pre-training LM head (dense + GELU + LayerNorm + output bias)" in (
+        caplog.text
+    )
+
+
+def test_cli_keep_output_bias(veco_checkpoint, tmp_path, caplog):
+    veco, _, path = veco_checkpoint
+    out = tmp_path / "bias.pt"
+    with caplog.at_level(logging.INFO, logger="veco_plugin.cli.init_nmt"):
+        ckpt = _cli("--pretrained", path, "--output", str(out), "--keep-output-bias")
+    assert "--decoder-layers 2 --decoder-output-bias --max-source-positions 64" in caplog.text
+    assert "dense + GELU + LayerNorm: the decoder predicts from the tied embeddings plus" in (
+        caplog.text
+    )
+    assert ckpt["extra_state"]["veco_init_nmt"]["kept_output_bias"]
+    data = tmp_path / "data"
+    data.mkdir()
+    models, cfg = checkpoint_utils.load_model_ensemble(
+        [str(out)], task=_task(data, str(tmp_path / "dict.txt"))
+    )
+    assert cfg.model.decoder_output_bias
+    assert torch.equal(models[0].decoder.output_projection.bias, veco.encoder.lm_head.bias)
 
 
 def test_cli_logs_random_cross_attention_for_roberta(tmp_path, caplog):

@@ -58,6 +58,7 @@ logger = logging.getLogger("veco_plugin.cli.init_nmt")
 
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = "veco_transformer"
+GENERIC_ARCH = "veco_transformer"  # sizes from the command line (size_flags)
 _EMBED = re.compile(r"^(encoder|decoder)\.sentence_encoder\.embed_tokens\.weight$")
 
 
@@ -118,10 +119,11 @@ def _describe(sizes: Dict[str, int]) -> str:
 
 
 def resolve_arch(requested: Optional[str], sizes: Dict[str, int]) -> str:
-    """The ``veco_transformer_*`` arch whose sizes are the checkpoint's."""
+    """The ``veco_transformer_*`` arch whose sizes are the checkpoint's, else the generic
+    ``veco_transformer`` (every size from :func:`size_flags`)."""
     from fairseq.models import ARCH_MODEL_INV_REGISTRY
 
-    archs = sorted(ARCH_MODEL_INV_REGISTRY[MODEL])
+    named = sorted(a for a in ARCH_MODEL_INV_REGISTRY[MODEL] if a != GENERIC_ARCH)
 
     def matches(arch: str) -> bool:
         own = arch_sizes(arch)
@@ -129,22 +131,41 @@ def resolve_arch(requested: Optional[str], sizes: Dict[str, int]) -> str:
             not sizes["heads"] or own["heads"] == sizes["heads"]
         )
 
-    fitting = [a for a in archs if matches(a)]
+    fitting = [a for a in named if matches(a)]
+    if requested == GENERIC_ARCH:
+        return requested
     if requested is not None:
-        if requested not in archs:
-            raise NmtInitError(f"--arch {requested}: unknown; choose one of {', '.join(archs)}")
+        if requested not in named:
+            raise NmtInitError(
+                f"--arch {requested}: unknown; choose one of {', '.join(named)} "
+                f"or {GENERIC_ARCH} (sizes from the checkpoint)"
+            )
         if not matches(requested):
-            hint = f"use --arch {fitting[0]}" if fitting else "no veco_transformer arch fits"
+            hint = f"--arch {fitting[0]}" if fitting else f"--arch {GENERIC_ARCH}"
             raise NmtInitError(
                 f"--arch {requested} is {_describe(arch_sizes(requested))} but the checkpoint "
-                f"is {_describe(sizes)}: {hint}"
+                f"is {_describe(sizes)}: use {hint} (or leave --arch out)"
             )
         return requested
-    if not fitting:
+    return fitting[0] if fitting else GENERIC_ARCH
+
+
+def size_flags(arch: str, sizes: Dict[str, int]) -> List[str]:
+    """fairseq-train flags that give ``arch`` the checkpoint's sizes (none for a named
+    arch of exactly these sizes; the decoder's width, FFN and heads follow the encoder's)."""
+    if arch != GENERIC_ARCH:
+        return []
+    if not sizes["heads"]:
         raise NmtInitError(
-            f"no veco_transformer arch has the checkpoint's sizes ({_describe(sizes)})"
+            "the checkpoint's config does not say its number of attention heads and no "
+            f"named arch has its sizes ({_describe(sizes)}): pass the --arch it was trained as"
         )
-    return fitting[0]
+    return [
+        "--encoder-layers", str(sizes["layers"]),
+        "--encoder-embed-dim", str(sizes["dim"]),
+        "--encoder-ffn-embed-dim", str(sizes["ffn"]),
+        "--encoder-attention-heads", str(sizes["heads"]),
+    ]  # fmt: skip
 
 
 def normalize_pretrained(
@@ -242,11 +263,13 @@ def target_dictionary(args: argparse.Namespace, state: Dict[str, Any], rows: int
 
 def build_target(
     arch: str,
+    sizes: List[str],
     dictionary,
     decoder_layers: int,
     max_positions: int,
     tied: Optional[List[int]],
     data: str,
+    output_bias: bool = False,
 ) -> Tuple[Any, Namespace]:
     """The ``veco_transformer`` model exactly as fairseq-train will build it."""
     from fairseq import options
@@ -254,12 +277,14 @@ def build_target(
 
     argv = [
         data, "--user-dir", PLUGIN_DIR, "--task", "translation_from_pretrained_veco",
-        "--arch", arch, "--decoder-layers", str(decoder_layers),
+        "--arch", arch, *sizes, "--decoder-layers", str(decoder_layers),
         "--max-source-positions", str(max_positions),
         "--max-target-positions", str(max_positions),
     ]  # fmt: skip
     if tied:
         argv += ["--tie-decoder-to-encoder-layers", ",".join(map(str, tied))]
+    if output_bias:
+        argv.append("--decoder-output-bias")
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     model = ARCH_MODEL_REGISTRY[arch].build_model(args, _DictionaryTask(dictionary, max_positions))
     return model, args
@@ -310,18 +335,29 @@ def checkpoint_state(model, args: Namespace, report: InitReport, source: str) ->
                 "source_kind": report.source_kind,
                 "decoder_source_layers": list(report.decoder_source_layers),
                 "random_modules": list(report.random_modules),
+                "kept_output_bias": report.kept_output_bias,
             },
         },
     }
 
 
-def train_flags(arch: str, decoder_layers: int, max_positions: int, tied, output: str) -> str:
+def train_flags(
+    arch: str,
+    sizes: List[str],
+    decoder_layers: int,
+    max_positions: int,
+    tied,
+    output: str,
+    output_bias: bool = False,
+) -> str:
     flags = [
         f"--user-dir {PLUGIN_DIR}", "--task translation_from_pretrained_veco",
-        f"--arch {arch}", f"--decoder-layers {decoder_layers}",
+        " ".join(["--arch", arch, *sizes]), f"--decoder-layers {decoder_layers}",
     ]  # fmt: skip
     if tied:
         flags.append("--tie-decoder-to-encoder-layers " + ",".join(map(str, tied)))
+    if output_bias:
+        flags.append("--decoder-output-bias")
     if max_positions != 512:
         flags.append(f"--max-source-positions {max_positions}")
         flags.append(f"--max-target-positions {max_positions}")
@@ -343,6 +379,16 @@ def _log_report(report: InitReport, source: str) -> None:
         logger.info("no module starts random")
     if report.dropped_modules:
         logger.info("not used: %s", ", ".join(report.dropped_modules))
+    if "encoder.lm_head" in report.dropped_modules and report.kept_output_bias:
+        logger.warning(
+            "dropped the pre-training LM head's dense + GELU + LayerNorm: the decoder "
+            "predicts from the tied embeddings plus the head's output bias"
+        )
+    elif "encoder.lm_head" in report.dropped_modules:
+        logger.warning(
+            "dropped the pre-training LM head (dense + GELU + LayerNorm + output bias): the "
+            "decoder predicts from the tied embeddings alone (--keep-output-bias keeps the bias)"
+        )
 
 
 def main(args: argparse.Namespace) -> Dict[str, Any]:
@@ -363,6 +409,7 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     model_args = checkpoint_model_cfg(state)
     sizes = pretrained_sizes(state["model"], model_args)
     arch = resolve_arch(args.arch, sizes)
+    arch_flags = size_flags(arch, sizes)
     layers = parse_decoder_layers(args.decoder_layers, sizes["layers"])
     tied = layers if args.tie_layers else None
 
@@ -371,7 +418,10 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     pretrained = normalize_pretrained(state["model"], sizes, dictionary.pad())
     torch.manual_seed(args.seed)  # the modules that start random
     data = os.path.dirname(os.path.abspath(args.vocab_map or args.dict or args.pretrained))
-    model, train_args = build_target(arch, dictionary, len(layers), max_positions, tied, data)
+    model, train_args = build_target(
+        arch, arch_flags, dictionary, len(layers), max_positions, tied, data,
+        args.keep_output_bias,
+    )  # fmt: skip
     mapped, report = init_nmt_state(pretrained, model.state_dict(), layers, keep)
     model.load_state_dict(mapped, strict=True)
     check_tied(model, tied)
@@ -381,7 +431,8 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     torch_persistent_save(out, args.output)  # atomic: <output>.tmp, then rename
     logger.info("wrote %s; fine-tune with: fairseq-train DATA %s", args.output,
-                train_flags(arch, len(layers), max_positions, tied, args.output))  # fmt: skip
+                train_flags(arch, arch_flags, len(layers), max_positions, tied,
+                            args.output, args.keep_output_bias))  # fmt: skip
     return out
 
 
@@ -389,7 +440,10 @@ def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="veco-init-nmt",
         description="Map a veco (or XLM-R/RoBERTa) checkpoint onto a veco_transformer "
-        "encoder-decoder checkpoint that fairseq-train --restore-file and fairseq-generate load.",
+        "encoder-decoder checkpoint that fairseq-train --restore-file and fairseq-generate "
+        "load. Every size comes from the checkpoint. Not carried over: the pre-training LM "
+        "head (dense + GELU + LayerNorm + output bias; the decoder predicts from the tied "
+        "embeddings; --keep-output-bias keeps the bias) and classification heads.",
     )
     parser.add_argument(
         "--pretrained",
@@ -409,8 +463,9 @@ def get_parser() -> argparse.ArgumentParser:
         "--arch",
         default=None,
         metavar="ARCH",
-        help="veco_transformer_{tiny,small,base,large}; default: the one "
-        "matching the checkpoint's sizes",
+        help="veco_transformer_{tiny,small,base,large} or veco_transformer; default: "
+        "the named arch of the checkpoint's sizes, else veco_transformer with every size "
+        "(layers, width, FFN, heads) taken from the checkpoint and printed as flags",
     )
     parser.add_argument(
         "--tie-layers",
@@ -430,6 +485,12 @@ def get_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="vocab_map.tsv of veco-reduce-vocab: keep only these rows",
+    )
+    parser.add_argument(
+        "--keep-output-bias",
+        action="store_true",
+        help="keep the pre-training LM head's output bias as the decoder's output bias "
+        "(fine-tune with --decoder-output-bias; the tool prints it)",
     )
     parser.add_argument(
         "--seed", type=int, default=1, help="seed for modules that start random (XLM-R input)"

@@ -18,6 +18,11 @@ fine-tuning (the paper's tied setting, §6.1), and then also shares the position
 cross-attention blocks, as in the pre-trained model. ``veco-init-nmt --tie-layers``
 writes the flag into the checkpoint and prints it for fairseq-train.
 
+``--decoder-output-bias`` gives the output projection a bias (one per vocabulary
+entry, zeros when trained from scratch): ``veco-init-nmt --keep-output-bias`` fills it
+with the pre-training LM head's output bias, the one part of that head (dense + GELU +
+LayerNorm + bias) that fits a decoder predicting from the tied embeddings.
+
 The model carries a ``dictionary_digest`` buffer (hash of the dictionary symbols,
 ``<mask>`` included) so that loading a checkpoint with data binarized with another
 dictionary fails with one line saying how to fix it.
@@ -33,6 +38,7 @@ from fairseq.models.transformer.transformer_legacy import (
     base_architecture as transformer_base_architecture,
 )
 from fairseq.utils import safe_getattr
+from torch import nn
 
 from ..nmt_init import TIED_LAYER_MODULES, count_layers, dictionary_digest
 from .veco import fill_encoder_sizes
@@ -75,6 +81,20 @@ class VecoTransformerModel(TransformerModel):
             "FFN and layer norms the decoder layer shares during fine-tuning "
             "(also shares positions and layernorm_embedding); empty: untied",
         )
+        parser.add_argument(
+            "--decoder-output-bias",
+            action="store_true",
+            help="a bias on the output projection (veco-init-nmt --keep-output-bias "
+            "fills it with the pre-training LM head's bias)",
+        )
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        decoder = super().build_decoder(args, tgt_dict, embed_tokens)
+        if safe_getattr(args, "decoder_output_bias", False):
+            projection = decoder.output_projection  # (V, C) weight, tied to embed_tokens
+            projection.bias = nn.Parameter(projection.weight.new_zeros(projection.out_features))
+        return decoder
 
     @classmethod
     def build_model(cls, args, task):
@@ -189,7 +209,15 @@ def veco_transformer_base_architecture(args):
     args.attention_dropout = safe_getattr(args, "attention_dropout", 0.1)
     args.activation_dropout = safe_getattr(args, "activation_dropout", 0.0)
     args.tie_decoder_to_encoder_layers = safe_getattr(args, "tie_decoder_to_encoder_layers", None)
+    args.decoder_output_bias = safe_getattr(args, "decoder_output_bias", False)
     transformer_base_architecture(args)
+
+
+@register_model_architecture("veco_transformer", "veco_transformer")
+def veco_transformer(args):
+    """Any size: --encoder-layers/-embed-dim/-ffn-embed-dim/-attention-heads from the
+    command line (``veco-init-nmt`` prints the checkpoint's), base sizes otherwise."""
+    veco_transformer_base_architecture(args)
 
 
 @register_model_architecture("veco_transformer", "veco_transformer_base")
