@@ -4,7 +4,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 from runner import BIN, env, json_logs, pretrain_args, run
@@ -128,12 +127,14 @@ def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
     proc = subprocess.Popen(
         [os.path.join(BIN, "fairseq-train")]
         + [str(a) for a in pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 100000)],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env(),
     )
-    time.sleep(12)
+    for line in proc.stdout:  # interrupt once training runs, however slow the start
+        if "begin training epoch" in line:
+            break
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "Traceback" not in err, err[-3000:]

@@ -86,13 +86,17 @@ def test_init_sweep_smoke(tmp_path):
             "--eval-interval", "5", "--pretrain-max-tokens", "1024", "--max-tokens", "1024",
             "--pretrain-warmup", "5", "--finetune-warmup", "5", "--no-variants"]
     # fmt: on
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=600,
-    )
+
+    def sweep():
+        return subprocess.run(
+            [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=env(),
+            timeout=600,
+        )
+
+    proc = sweep()
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     result = json.loads((run / "sweep.json").read_text())
     assert sorted(result["curves"]) == ["ft-0", "ft-10", "ft-5"]
@@ -107,13 +111,7 @@ def test_init_sweep_smoke(tmp_path):
     saved = os.listdir(run / "pretrain")
     assert [any(f.endswith(f"_{b}.pt") for f in saved) for b in (5, 10)] == [True, True]
     assert "| ft-10 (vs ft-0) |" in proc.stdout
-    again = subprocess.run(
-        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=600,
-    )
+    again = sweep()
     assert again.returncode == 0 and "start:" not in again.stdout
     assert again.stdout.count("finished earlier: skipped") == 7  # data, pretrain, 2 inits, 3 ft
 
