@@ -132,11 +132,14 @@ def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
         text=True,
         env=env(),
     )
-    for line in proc.stdout:  # interrupt once training runs, however slow the start
-        if "begin training epoch" in line:
-            break
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        for line in proc.stdout:  # interrupt once training runs, however slow the start
+            if "begin training epoch" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()  # never leave a training process behind
     assert proc.returncode != 0 and "Traceback" not in err, err[-3000:]
     assert err.strip().splitlines()[-1] == (
         "fairseq-train: interrupted; resume with the same command"
