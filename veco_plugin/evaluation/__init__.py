@@ -1,0 +1,1 @@
+"""Scorers for model outputs (word-alignment AER, precision, recall, F1)."""

@@ -1,0 +1,418 @@
+"""Alignment error rate (AER), precision, recall and F1 of word alignments.
+
+Scores (Och & Ney, "A Systematic Comparison of Various Statistical Alignment
+Models", Computational Linguistics 29(1), 2003). Gold alignments have sure links
+``S`` and possible links ``P`` with ``S ⊆ P`` (a sure link is also possible); ``A`` is
+the predicted alignment::
+
+    precision = |A ∩ P| / |A|
+    recall    = |A ∩ S| / |S|
+    AER       = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
+    F1        = 2 * precision * recall / (precision + recall)
+
+Every count is summed over the whole corpus before dividing (micro average), never
+averaged per sentence. A link is a set element: a link listed twice counts once.
+Scores are exact fractions; :func:`percent` rounds them half up to two decimals.
+
+Degenerate cases: a ratio whose denominator is 0 is taken as 0, so nothing is divided by
+zero. An empty prediction (``|A| = 0``) has precision 0, recall 0, F1 0 and AER 1 (the
+formula gives 1 whenever ``|S| > 0``; with ``|A| + |S| = 0`` the ratio is taken as 0, so
+AER is 1 as well: no credit without links). A gold standard without sure links
+(``|S| = 0``) has recall 0, hence F1 0.
+
+Formats. A link ``(i, j)`` pairs source word ``i`` with target word ``j``, 0-based, in
+memory.
+
+``pharaoh`` (gold or prediction)
+    one line per sentence pair, in corpus order; whitespace-separated links ``i-j``,
+    0-based; an empty line is a pair without links. Gold files may also write a
+    possible-only link as ``ipj``; predictions may not (a prediction is a plain set of
+    links). Predictions may be 1-based (``one_based=True``).
+``naacl`` (gold only; WPT / HLT-NAACL 2003 shared task, Mihalcea & Pedersen 2003)
+    one link per line, ``sentence_no position_L1 position_L2 [S|P] [confidence]``, all
+    1-based; a missing ``S|P`` field means ``S``. The optional confidence, a number in
+    (0, 1], belongs to the standard format and is ignored here (every listed link
+    counts fully). Sentence ids need not be contiguous: a sentence absent from the file
+    has no gold links. The corpus has as many sentence pairs as the highest id, or as
+    the ``--src``/``--tgt`` files when they are given. Position 0 (a NULL link in some
+    WPT files) is not a word and is refused.
+
+Range checks. Alignment files carry no sentence lengths: without them only negative
+(or, 1-based, zero) indices are detected. With ``lengths`` (from whitespace-tokenized,
+line-aligned ``--src``/``--tgt`` files) every gold and predicted link must fall inside
+its sentence.
+
+Every problem in the user's files is a :class:`~veco_plugin.errors.VecoUserError` whose
+one-line message names the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import AbstractSet, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from ..errors import VecoUserError
+
+Link = Tuple[int, int]  # (source word, target word), 0-based
+Lengths = Sequence[Tuple[int, int]]  # (source words, target words) per sentence pair
+
+GOLD_FORMATS = ("pharaoh", "naacl")
+
+# "i-j" or "ipj"; the optional minus signs only let negative indices get their own message
+_PHARAOH_LINK = re.compile(r"^(-?[0-9]+)([-p])(-?[0-9]+)$")
+_NAACL_FIELDS = "sentence_no position_L1 position_L2 [S|P] [confidence]"
+
+
+@dataclass(frozen=True)
+class GoldSentence:
+    """Gold links of one sentence pair; ``possible`` contains ``sure`` (S ⊆ P)."""
+
+    sure: FrozenSet[Link]
+    possible: FrozenSet[Link]
+
+
+@dataclass(frozen=True)
+class AerCounts:
+    """Corpus totals: ``sure`` = |S|, ``possible`` = |P| (sure links included),
+    ``predicted`` = |A|, ``matched_sure`` = |A ∩ S|, ``matched_possible`` = |A ∩ P|."""
+
+    sentences: int = 0
+    sure: int = 0
+    possible: int = 0
+    predicted: int = 0
+    matched_sure: int = 0
+    matched_possible: int = 0
+
+
+@dataclass(frozen=True)
+class AerScores:
+    """Exact scores in [0, 1] (``float(scores.aer)`` for a float)."""
+
+    precision: Fraction
+    recall: Fraction
+    f1: Fraction
+    aer: Fraction
+
+
+def _error(name: str, lineno: int, message: str) -> VecoUserError:
+    return VecoUserError(f"{name}:{lineno}: {message}")
+
+
+def read_lines(path: str) -> List[str]:
+    """The lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``)."""
+    try:
+        # utf-8-sig: a byte-order mark would otherwise glue itself to the first token
+        with open(path, encoding="utf-8-sig") as f:
+            return [line.rstrip("\n") for line in f]
+    except FileNotFoundError:
+        raise VecoUserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise VecoUserError(f"{path} is a directory; give a file") from None
+    except UnicodeDecodeError as exc:
+        raise VecoUserError(
+            f"{path}: not UTF-8 text (byte {exc.start}); convert it with iconv -t utf-8"
+        ) from None
+    except OSError as exc:
+        raise VecoUserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def sentence_lengths(
+    src_lines: Sequence[str], tgt_lines: Sequence[str], src_name: str, tgt_name: str
+) -> List[Tuple[int, int]]:
+    """(source words, target words) of each line pair; words are whitespace-separated."""
+    if len(src_lines) != len(tgt_lines):
+        raise VecoUserError(
+            f"--src {src_name} has {len(src_lines)} lines but --tgt {tgt_name} has "
+            f"{len(tgt_lines)}; give line-aligned files, one sentence per line"
+        )
+    return [(len(s.split()), len(t.split())) for s, t in zip(src_lines, tgt_lines)]
+
+
+def _check_range(
+    link: Link,
+    token: str,
+    sentence: int,
+    lengths: Optional[Lengths],
+    name: str,
+    lineno: int,
+    hint: str = "",
+) -> None:
+    """Refuse ``link`` (0-based) outside sentence ``sentence`` (0-based) of ``lengths``."""
+    if lengths is None or sentence >= len(lengths):
+        return
+    src_words, tgt_words = lengths[sentence]
+    if link[0] < src_words and link[1] < tgt_words:
+        return
+    raise _error(
+        name,
+        lineno,
+        f"link {token!r} is out of range: sentence pair {sentence + 1} has {src_words} "
+        f"source and {tgt_words} target words (line {sentence + 1} of --src/--tgt); fix "
+        f"the link or give the --src/--tgt files that were aligned{hint}",
+    )
+
+
+def _parse_pharaoh_link(
+    token: str, name: str, lineno: int, *, gold: bool, one_based: bool
+) -> Tuple[Link, bool]:
+    """``(link, possible_only)`` of one ``i-j`` / ``ipj`` token; the link is 0-based."""
+    forms = "I-J (sure) or IpJ (possible)" if gold else "I-J"
+    base = 1 if one_based else 0
+    m = _PHARAOH_LINK.match(token)
+    if m is None:
+        raise _error(
+            name,
+            lineno,
+            f"malformed link {token!r}; write links as {forms} with {base}-based word "
+            "indices, separated by spaces",
+        )
+    if m.group(2) == "p" and not gold:
+        raise _error(
+            name,
+            lineno,
+            f"possible-link notation {token!r} is for gold files only; a prediction is a "
+            f"plain set of links: write it as {m.group(1)}-{m.group(3)}",
+        )
+    i, j = int(m.group(1)), int(m.group(3))
+    if min(i, j) < base:
+        if base and min(i, j) == 0:
+            fix = "indices start at 1 with --one-based-pred; drop that flag if the file is 0-based"
+        else:
+            fix = f"word indices are {base}-based, so the smallest is {base}"
+        raise _error(name, lineno, f"link {token!r} has index {min(i, j)}; {fix}")
+    return (i - base, j - base), m.group(2) == "p"
+
+
+def parse_pharaoh_gold(
+    lines: Sequence[str], name: str, lengths: Optional[Lengths] = None
+) -> List[GoldSentence]:
+    """Gold from Pharaoh lines (``i-j`` sure, ``ipj`` possible, 0-based), one per pair.
+
+    A link written both ways is sure. ``name`` is the file name for messages.
+    """
+    gold = []
+    for k, line in enumerate(lines):
+        sure: Set[Link] = set()
+        possible: Set[Link] = set()
+        for token in line.split():
+            link, possible_only = _parse_pharaoh_link(
+                token, name, k + 1, gold=True, one_based=False
+            )
+            _check_range(link, token, k, lengths, name, k + 1)
+            (possible if possible_only else sure).add(link)
+        gold.append(GoldSentence(frozenset(sure), frozenset(sure | possible)))
+    return gold
+
+
+def parse_predictions(
+    lines: Sequence[str],
+    name: str,
+    one_based: bool = False,
+    lengths: Optional[Lengths] = None,
+) -> List[FrozenSet[Link]]:
+    """Predicted links (0-based in the result) from Pharaoh lines ``i-j``, one per pair.
+
+    ``one_based``: the file counts words from 1. ``ipj`` is refused.
+    """
+    hint = "" if one_based else "; if the file is 1-based, add --one-based-pred"
+    predicted = []
+    for k, line in enumerate(lines):
+        links: Set[Link] = set()
+        for token in line.split():
+            link, _ = _parse_pharaoh_link(token, name, k + 1, gold=False, one_based=one_based)
+            _check_range(link, token, k, lengths, name, k + 1, hint)
+            links.add(link)
+        predicted.append(frozenset(links))
+    return predicted
+
+
+def _naacl_int(field: str, what: str, name: str, lineno: int, line: str) -> int:
+    if not re.fullmatch(r"-?[0-9]+", field):
+        raise _error(
+            name,
+            lineno,
+            f"malformed line {line.strip()!r}: {what} {field!r} is not an integer; "
+            f"write {_NAACL_FIELDS}",
+        )
+    value = int(field)
+    if value < 1:
+        null = " (0 marks a NULL link in some WPT files: remove those lines)" if value == 0 else ""
+        raise _error(
+            name,
+            lineno,
+            f"{what} is {value} in {line.strip()!r}; NAACL ids and word positions start "
+            f"at 1{null}",
+        )
+    return value
+
+
+def _naacl_sure(fields: Sequence[str], name: str, lineno: int, line: str) -> bool:
+    """Whether the optional ``[S|P] [confidence]`` fields make the link sure."""
+    extra = list(fields[3:])
+    sure = True
+    if extra and extra[0] in ("S", "P"):
+        sure = extra.pop(0) == "S"
+    if extra:
+        try:
+            confidence = float(extra[0])
+        except ValueError:
+            confidence = math.nan
+        if len(extra) > 1 or not 0.0 < confidence <= 1.0:
+            raise _error(
+                name,
+                lineno,
+                f"malformed line {line.strip()!r}: after the link only S or P, then an "
+                f"optional confidence in (0, 1], may follow; write {_NAACL_FIELDS}",
+            )
+    return sure
+
+
+def parse_naacl_gold(
+    lines: Sequence[str], name: str, lengths: Optional[Lengths] = None
+) -> List[GoldSentence]:
+    """Gold from NAACL/WPT lines ``sentence_no i j [S|P] [confidence]`` (1-based).
+
+    The corpus has ``len(lengths)`` sentence pairs when ``lengths`` is given (a higher
+    sentence id is an error), else as many as the highest id. Blank lines are skipped.
+    """
+    sure: Dict[int, Set[Link]] = {}
+    possible: Dict[int, Set[Link]] = {}
+    for lineno, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if not 3 <= len(fields) <= 5:
+            raise _error(
+                name,
+                lineno,
+                f"malformed line {line.strip()!r}: expected 3 to 5 fields, {_NAACL_FIELDS}",
+            )
+        sentence = _naacl_int(fields[0], "sentence_no", name, lineno, line)
+        i = _naacl_int(fields[1], "position_L1", name, lineno, line)
+        j = _naacl_int(fields[2], "position_L2", name, lineno, line)
+        is_sure = _naacl_sure(fields, name, lineno, line)
+        if lengths is not None and sentence > len(lengths):
+            raise _error(
+                name,
+                lineno,
+                f"sentence_no {sentence} but --src/--tgt have {len(lengths)} sentence "
+                "pairs; give the --src/--tgt files of this gold standard",
+            )
+        link = (i - 1, j - 1)
+        _check_range(
+            link, f"{fields[0]} {fields[1]} {fields[2]}", sentence - 1, lengths, name, lineno
+        )
+        (sure if is_sure else possible).setdefault(sentence - 1, set()).add(link)
+    count = len(lengths) if lengths is not None else max([*sure, *possible], default=-1) + 1
+    gold = []
+    for k in range(count):
+        s = sure.get(k, set())
+        gold.append(GoldSentence(frozenset(s), frozenset(s | possible.get(k, set()))))
+    return gold
+
+
+def count_links(gold: Sequence[GoldSentence], predicted: Sequence[AbstractSet[Link]]) -> AerCounts:
+    """Corpus totals of ``gold`` against ``predicted`` (same number of sentence pairs)."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentence pairs but {len(predicted)} predicted")
+    sure = possible = num_predicted = matched_sure = matched_possible = 0
+    for g, a in zip(gold, predicted):
+        sure += len(g.sure)
+        possible += len(g.possible)
+        num_predicted += len(a)
+        matched_sure += len(g.sure & a)
+        matched_possible += len(g.possible & a)
+    return AerCounts(len(gold), sure, possible, num_predicted, matched_sure, matched_possible)
+
+
+def _ratio(numerator: int, denominator: int) -> Fraction:
+    """``numerator / denominator``, 0 when the denominator is 0."""
+    return Fraction(numerator, denominator) if denominator else Fraction(0)
+
+
+def aer_scores(counts: AerCounts) -> AerScores:
+    """Precision, recall, F1 and AER of corpus totals (module docstring: definitions)."""
+    precision = _ratio(counts.matched_possible, counts.predicted)
+    recall = _ratio(counts.matched_sure, counts.sure)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else Fraction(0)
+    aer = 1 - _ratio(counts.matched_sure + counts.matched_possible, counts.predicted + counts.sure)
+    return AerScores(precision, recall, f1, aer)
+
+
+def percent(value: Fraction) -> str:
+    """``value`` (in [0, 1]) in percent with two decimals, rounded half up exactly."""
+    hundredths = math.floor(value * 10000 + Fraction(1, 2))
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
+
+
+def format_counts(counts: AerCounts) -> str:
+    """``sentences N gold sure S possible P predicted A matched sure X possible Y``."""
+    return (
+        f"sentences {counts.sentences} gold sure {counts.sure} possible {counts.possible} "
+        f"predicted {counts.predicted} matched sure {counts.matched_sure} "
+        f"possible {counts.matched_possible}"
+    )
+
+
+def format_scores(scores: AerScores) -> str:
+    """``precision P recall R f1 F aer A``, in percent with two decimals."""
+    return (
+        f"precision {percent(scores.precision)} recall {percent(scores.recall)} "
+        f"f1 {percent(scores.f1)} aer {percent(scores.aer)}"
+    )
+
+
+def evaluate_files(
+    gold_path: str,
+    pred_path: str,
+    gold_format: str = "pharaoh",
+    one_based_pred: bool = False,
+    src_path: Optional[str] = None,
+    tgt_path: Optional[str] = None,
+) -> AerCounts:
+    """Read, check and count a gold file against a prediction file.
+
+    Sentence counts are checked before any link, so a misaligned file is reported as
+    such rather than as its first out-of-range link.
+    """
+    if gold_format not in GOLD_FORMATS:
+        raise VecoUserError(
+            f"unknown gold format {gold_format!r}; use one of {', '.join(GOLD_FORMATS)}"
+        )
+    if (src_path is None) != (tgt_path is None):
+        raise VecoUserError("--src and --tgt go together: give both files or neither")
+    lengths = None
+    if src_path is not None and tgt_path is not None:
+        lengths = sentence_lengths(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path)
+
+    gold_lines = read_lines(gold_path)
+    if gold_format == "pharaoh":
+        if lengths is not None and len(gold_lines) != len(lengths):
+            raise VecoUserError(
+                f"{gold_path} has {len(gold_lines)} lines but --src/--tgt have "
+                f"{len(lengths)}; give the --src/--tgt files of this gold standard"
+            )
+        gold = parse_pharaoh_gold(gold_lines, gold_path, lengths)
+        source = "one line each"
+    else:
+        gold = parse_naacl_gold(gold_lines, gold_path, lengths)
+        source = "lines of --src" if lengths is not None else "its highest sentence_no"
+
+    pred_lines = read_lines(pred_path)
+    if len(pred_lines) != len(gold):
+        naacl_hint = ""
+        if gold_format == "naacl" and lengths is None and len(pred_lines) > len(gold):
+            naacl_hint = (
+                "; if the corpus ends with pairs that have no gold links, give --src and "
+                "--tgt so their number is known"
+            )
+        raise VecoUserError(
+            f"{pred_path} has {len(pred_lines)} lines but {gold_path} has {len(gold)} "
+            f"sentence pairs ({source}); write one line per sentence pair, in order, an "
+            f"empty line for a pair without links{naacl_hint}"
+        )
+    predicted = parse_predictions(pred_lines, pred_path, one_based_pred, lengths)
+    return count_links(gold, predicted)
