@@ -11,7 +11,8 @@ from setuptools import find_packages, setup
 setup(
     name="veco_plugin",
     version="0.1.0",
-    description="fairseq plugin for VECO cross-lingual pre-training and translation",
+    description="fairseq plugin for VECO and XLM-Align cross-lingual pre-training, word "
+    "alignment and translation",
     packages=find_packages(include=["veco_plugin", "veco_plugin.*"]),
     python_requires=">=3.8",
     install_requires=[
@@ -29,7 +30,8 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "test": ["pytest"],
+        # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests
+        "test": ["pytest", "pot"],
         # fastBPE: see scripts/install-fastbpe.sh (PyPI's 0.1.0 sdist needs its .pyx
         # re-cythonized on Python 3.11). NVIDIA apex: GPU only, built from source.
     },
@@ -39,6 +41,8 @@ setup(
             "veco-average-checkpoints = veco_plugin.cli.average_checkpoints:cli_main",
             "veco-reduce-vocab = veco_plugin.cli.reduce_vocab:cli_main",
             "veco-gettext-corpus = veco_plugin.cli.gettext_corpus:cli_main",
+            "veco-align = veco_plugin.cli.align:cli_main",
+            "veco-aer = veco_plugin.cli.aer:cli_main",
         ]
     },
 )

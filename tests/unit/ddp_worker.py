@@ -18,19 +18,22 @@ from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
 from toy import ToyTask, build, toy_dictionary
 
 from veco_plugin.criterions.ca_mlm import CaMlmCriterion
+from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
 from veco_plugin.criterions.tlm import TlmCriterion
 
 PAIRS_PER_RANK = 4
 
 
-def sample(d, first: int, count: int):
-    """``{"mono": batch, "bi": batch}`` of pairs ``first .. first+count-1``."""
+def sample(d, first: int, count: int, bi_count=None):
+    """``{"mono": batch, "bi": batch}`` of pairs ``first .. first+count-1`` (the first
+    ``bi_count`` of them for "bi", none: no bilingual sub-batch)."""
     from test_stop_gradient import pair_dataset
 
     out = {}
-    for kind, seed in (("mono", 0), ("bi", 1)):
+    for kind, seed, n in (("mono", 0, count), ("bi", 1, count if bi_count is None else bi_count)):
         ds = pair_dataset(d, n_pairs=2 * PAIRS_PER_RANK, seed=seed)
-        out[kind] = ds.collater([ds[i] for i in range(first, first + count)])
+        if n:
+            out[kind] = ds.collater([ds[i] for i in range(first, first + n)])
     return out
 
 
@@ -56,17 +59,23 @@ def main(backend, criterion_name, rank, world, port, out):
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0)
     task = ToyTask(d)
+    bi_count = None  # every rank has both sub-batches
     if criterion_name == "ca_mlm":
         criterion, find_unused = CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False), False
-    else:  # tlm never uses the cross-attention
+    elif criterion_name == "tlm":  # tlm never uses the cross-attention
         criterion, find_unused = TlmCriterion(task, False), True
+    else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
+        model.build_pointer_network()
+        cfg = DwaConfig(ddp_backend=backend, find_unused_parameters=True, distributed_world_size=1)
+        criterion, find_unused = DwaCriterion(cfg, task), True
+        bi_count = (world - 1) * PAIRS_PER_RANK if rank < 0 else (0 if rank == world - 1 else None)
     if rank < 0:
-        batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK), model
+        batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK, bi_count), model
     else:
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
         )
-        batch = sample(d, rank * PAIRS_PER_RANK, PAIRS_PER_RANK)
+        batch = sample(d, rank * PAIRS_PER_RANK, PAIRS_PER_RANK, bi_count)
         wrapped = wrap(model, backend, find_unused)
     loss, _, _ = criterion(wrapped, batch)
     loss.backward()

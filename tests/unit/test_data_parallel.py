@@ -51,6 +51,9 @@ def _run_ranks(backend, criterion, tmp_path):
         ("c10d", "tlm"),  # find_unused_parameters: tlm leaves the cross-attention idle
         ("legacy_ddp", "ca_mlm"),
         ("no_c10d", "tlm"),
+        # dwa: the pointer network idle on the rank without bilingual pairs
+        ("pytorch_ddp", "dwa"),
+        ("legacy_ddp", "dwa"),
     ],
 )
 def test_gradients_are_synchronized(backend, criterion, tmp_path):

@@ -1,3 +1,3 @@
 """Registered criterions (register by import)."""
 
-from . import ca_mlm, tlm  # noqa: F401
+from . import ca_mlm, dwa, tlm  # noqa: F401

@@ -35,10 +35,11 @@ class MaskedTermsCriterion(FairseqCriterion):
     Subclasses say what each sub-batch needs from the model (``requests``); the
     model is called **once** per step with all of them (its ``forward`` is what
     fairseq's DDP wrappers synchronize), then ``add_terms`` turns the outputs into
-    named terms. The loss is the weighted sum of the terms' summed token CE,
-    normalised by the number of masked tokens (``sample_size``) exactly as
-    fairseq's ``masked_lm``; every term is logged on its own (loss in bits per
-    masked token, and accuracy)."""
+    named terms. A term is ``{"loss", "n", "correct"}`` and optionally ``"counts"``:
+    summable counters logged as they are (reduced by the subclass). The loss is the
+    weighted sum of the terms' summed token CE, normalised by the number of masked
+    tokens (``sample_size``) exactly as fairseq's ``masked_lm``; every term is logged
+    on its own (loss in bits per masked token, and accuracy)."""
 
     def requests(self, kind: str, batch: Dict) -> Dict[str, Dict[str, Any]]:
         """Model requests (see ``VecoModel.forward``) for sub-batch ``kind``; their
@@ -75,6 +76,7 @@ class MaskedTermsCriterion(FairseqCriterion):
             logging_output[f"{name}_loss"] = t["loss"].data
             logging_output[f"{name}_n"] = t["n"]
             logging_output[f"{name}_correct"] = t["correct"].data
+            logging_output.update(t.get("counts", {}))
         return loss, sample_size, logging_output
 
     @staticmethod

@@ -18,6 +18,7 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor
 
 from ..errors import VecoUserError
+from ..modules.pointer_network import VecoPointerNetwork, split_pair, word_positions
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,14 @@ class VecoModel(RobertaModel):
           ``masked`` (B, T) bool -> ``logits`` (M, V) at the M masked positions
           (row-major); ``layers`` (ints) -> ``hidden`` ``{l: (B, T, C)}``
           (0 = embeddings, L = H^L).
+          ``pointer`` ``{"layer": l, "first_lengths": (B,), "width": W}`` (``tokens``
+          a concatenated pair, see ``pointer_network.split_pair``) -> ``pointer``
+          ``{"forward", "backward"}`` (B, W, W) log-probabilities of XLM-Align's
+          pointer network on layer ``l`` (eqs. 11-13) and ``"x_real"``, ``"y_real"``
+          (B, W) word-piece masks; needs ``build_pointer_network()``.
+      ``"self_label"``: ``tokens`` (B, T), ``layer`` l -> ``hidden`` (B, T, C) of layer
+          l, computed without gradient and without dropout (XLM-Align's alignment
+          self-labelling, Algorithm 1 line 6); ``first_lengths`` as ``plug_out``.
       ``"two_stream"``: pairs stacked as ``tokens`` (2B, T), rows ``:B`` the x̂,
           rows ``B:`` the paired ŷ. ``masked`` (2B, T) -> ``h_logits`` (eqs. 10-11)
           and ``s_logits`` (eqs. 12-13), (M, V) each, x's rows before y's;
@@ -60,7 +69,12 @@ class VecoModel(RobertaModel):
           embedding table.
     """
 
-    MODES = ("plug_out", "two_stream", "embed")
+    MODES = ("plug_out", "two_stream", "embed", "self_label")
+
+    def __init__(self, args, encoder):
+        super().__init__(args, encoder)
+        self.pointer: Optional[VecoPointerNetwork] = None
+        self.initialized_from_state = False  # set by load_state_dict (checkpoint, XLM-R)
 
     @staticmethod
     def add_args(parser):
@@ -109,16 +123,47 @@ class VecoModel(RobertaModel):
         masked: Optional[Tensor] = None,
         first_lengths: Optional[Tensor] = None,
         layers: Sequence[int] = (),
+        pointer: Optional[Dict[str, Any]] = None,
     ) -> Dict[str, Any]:
         encoder = self.sentence_encoder
         positions = None
         if first_lengths is not None:
             positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
-        last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=layers)
-        out: Dict[str, Any] = {"hidden": {k: v.transpose(0, 1) for k, v in kept.items()}}
+        keep = tuple(layers) + ((pointer["layer"],) if pointer else ())
+        last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=keep)
+        hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
+        out: Dict[str, Any] = {"hidden": {k: hidden[k] for k in layers}}
         if masked is not None:
             out["logits"] = self._logits(last.transpose(0, 1), masked)
+        if pointer:
+            out["pointer"] = self._point(tokens, hidden[pointer["layer"]], pointer)
         return out
+
+    def _point(self, tokens: Tensor, hidden: Tensor, pointer: Dict[str, Any]) -> Dict[str, Tensor]:
+        if self.pointer is None:
+            raise ValueError("this veco model has no pointer network (build_pointer_network)")
+        d = self.encoder.dictionary
+        lengths, width = pointer["first_lengths"], pointer["width"]
+        x_real, y_real = word_positions(tokens, lengths, width, d.pad(), d.bos(), d.eos())
+        x, y = split_pair(hidden, lengths, width)
+        forward, backward = self.pointer(x, y, x_real, y_real)
+        return {"forward": forward, "backward": backward, "x_real": x_real, "y_real": y_real}
+
+    def _self_label(
+        self, tokens: Tensor, layer: int, first_lengths: Optional[Tensor] = None
+    ) -> Dict[str, Tensor]:
+        encoder = self.sentence_encoder
+        positions = None
+        if first_lengths is not None:
+            positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
+        training = self.training
+        self.train(False)
+        try:
+            with torch.no_grad():
+                _, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=(layer,))
+        finally:
+            self.train(training)
+        return {"hidden": kept[layer].transpose(0, 1)}
 
     def _two_stream(
         self,
@@ -155,6 +200,33 @@ class VecoModel(RobertaModel):
 
     def cross_attention_parameters(self):
         return self.sentence_encoder.cross_attention_parameters()
+
+    def build_pointer_network(self) -> None:
+        """Add XLM-Align's pointer network (``dwa``), as fairseq's RoBERTa adds
+        classification heads: ``pointer.*`` in the state dict."""
+        self.pointer = VecoPointerNetwork(self.args.encoder_embed_dim)
+        self.pointer.apply(init_bert_params)
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        self.initialized_from_state = True
+        return super().load_state_dict(state_dict, strict, model_cfg, args)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """RoBERTa's upgrade, then the pointer network: a state without one (a
+        ``ca_mlm``/``tlm``/XLM-R checkpoint starting ``dwa``) keeps this model's fresh
+        one; a model without one drops the state's (a ``dwa`` checkpoint read by
+        another objective)."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        theirs = [k for k in state_dict if k.startswith(prefix + "pointer.")]
+        if self.pointer is None and theirs:
+            logger.info("dropping the checkpoint's pointer network (%d tensors)", len(theirs))
+            for k in theirs:
+                del state_dict[k]
+        elif self.pointer is not None and not theirs:
+            logger.info("the pointer network starts random (not in the checkpoint)")
+            for k, v in self.pointer.state_dict().items():
+                state_dict[prefix + "pointer." + k] = v
 
 
 def swap_halves(x: Tensor, dim: int) -> Tensor:
@@ -259,11 +331,11 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
             )
     missing, _ = model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
     random_modules = sorted({k.rsplit(".", 1)[0] for k in missing})
-    bad = [k for k in missing if ".cross_attn" not in k]
+    bad = [k for k in missing if ".cross_attn" not in k and not k.startswith("pointer.")]
     if bad:
         raise VecoUserError(f"{source}: missing non-cross-attention weights, e.g. {bad[0]}")
     logger.info(
-        "initialized veco from %s; %d modules start random (cross-attention): %s",
+        "initialized veco from %s; %d modules start random (cross-attention, pointer): %s",
         source,
         len(random_modules),
         ", ".join(random_modules[:4]) + (" ..." if len(random_modules) > 4 else ""),

@@ -19,6 +19,7 @@ from typing import List, Optional
 import numpy as np
 import torch
 from fairseq import checkpoint_utils
+from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
@@ -82,6 +83,7 @@ class VecoPretrainingConfig(FairseqDataclass):
         default=None, metadata={"help": "pairs per bilingual sub-batch (default: --batch-size)"}
     )
     ddp_backend: str = II("distributed_training.ddp_backend")
+    criterion: str = II("criterion._name")
     seed: int = II("common.seed")
     train_subset: str = II("dataset.train_subset")
 
@@ -96,8 +98,7 @@ def _existing(directory: str) -> str:
 
 
 def check_flags(cfg: "VecoPretrainingConfig") -> None:
-    """What can be checked before any data is read: probabilities, pair names, and
-    that every named language and pair has a directory (with what exists instead)."""
+    """What can be checked without any data: probabilities and pair names."""
     for flag in ("mono_mask_prob", "bi_mask_prob"):
         if not 0.0 < getattr(cfg, flag) <= 1.0:
             raise VecoUserError(
@@ -119,6 +120,15 @@ def check_flags(cfg: "VecoPretrainingConfig") -> None:
             raise VecoUserError(
                 f"--bi-pairs: {pair!r} is not SRC-TGT (two different languages, e.g. en-de)"
             )
+
+
+def check_data_dirs(cfg: "VecoPretrainingConfig") -> None:
+    """Every named language and pair has a directory (else: what exists instead).
+
+    Checked when data is loaded (fairseq-train loads the validation split before the
+    first batch), not when the task is set up: a checkpoint loads without its data."""
+    for pair in _split_list(cfg.bi_pairs):
+        sides = pair.split("-")
         directory = os.path.join(cfg.data, "bi", pair)
         if not os.path.isdir(directory):
             bi = os.path.join(cfg.data, "bi")
@@ -282,6 +292,7 @@ class VecoPretrainingTask(FairseqTask):
         return VecoConcatDataset(datasets)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        check_data_dirs(self.cfg)
         train = split == self.cfg.train_subset  # shuffled and language-resampled
         parts = OrderedDict()
         if self.mono_langs:
@@ -299,8 +310,15 @@ class VecoPretrainingTask(FairseqTask):
 
     # --- model and schedule -----------------------------------------------------------
 
+    def _objective(self, attribute: str) -> bool:
+        """A class attribute of the criterion this run trains (``uses_pointer_network``,
+        ``needs_warm_start``); False for every other criterion."""
+        return getattr(CRITERION_REGISTRY.get(self.cfg.criterion), attribute, False)
+
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        if self._objective("uses_pointer_network"):
+            model.build_pointer_network()
         if self.cfg.pretrained_xlmr and not from_checkpoint:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
@@ -308,6 +326,17 @@ class VecoPretrainingTask(FairseqTask):
             state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
         return model
+
+    def begin_epoch(self, epoch, model):
+        super().begin_epoch(epoch, model)
+        if self._objective("needs_warm_start") and not model.initialized_from_state:
+            logger.warning(
+                "!!! --criterion %s starts from RANDOM weights: its self-labelled alignments "
+                "will be noise (XLM-Align needs a cold start). Start from a ca_mlm/tlm "
+                "checkpoint (--restore-file CKPT --reset-optimizer --reset-dataloader "
+                "--reset-meters --reset-lr-scheduler) or --pretrained-xlmr model.pt",
+                self.cfg.criterion,
+            )
 
     def _frozen(self, model, update_num: int) -> List[torch.nn.Parameter]:
         """Parameters held fixed at this update: all but the cross-attention during the
