@@ -35,7 +35,7 @@ def test_dwa_learns_from_a_cold_start(pretrain_data, cold_start, tmp_path):
     assert 1.0 < last["dwa_label_share"] < 100.0, records
     assert last["dwa_links_per_pair"] > 1.0, records
     valid = json_logs(proc.stdout, "valid")
-    assert valid and "valid_bi_dwa_loss" in valid[-1]
+    assert valid and "bi_dwa_loss" in valid[-1]
     state = load_trusted(save / "checkpoint_last.pt")
     assert {"pointer.q_proj.weight", "pointer.k_proj.weight"} <= set(state["model"])
 
