@@ -68,6 +68,9 @@ def test_benchmark_json(tmp_path):
         "ca_mlm_time_ratio",
         "ca_mlm_mem_ratio",
         "tlm_time_ratio",
+        "dwa_time_ratio",
+        "dwa_selflabel_share",
+        "sinkhorn_share",
         "nmt_train_tps_ratio",
     } <= set(built)
     assert "ca_mlm" in proc.stdout and "masked_lm" in proc.stdout
