@@ -103,3 +103,55 @@ def train_cfg(args: List):
     parsed = options.parse_args_and_arch(options.get_training_parser(), [str(a) for a in args])
     parsed.tpu = False
     return convert_namespace_to_omegaconf(parsed)
+
+
+# a tiny RoBERTa/veco size: 2 layers x 64, FFN 256, 4 heads
+TINY = [
+    "--encoder-layers",
+    "2",
+    "--encoder-embed-dim",
+    "64",
+    "--encoder-ffn-embed-dim",
+    "256",
+    "--encoder-attention-heads",
+    "4",
+    "--max-positions",
+    "128",
+]
+
+
+def roberta_checkpoint(data_dir, save_dir) -> str:
+    """A tiny RoBERTa that fairseq's own masked_lm task trains for 3 updates."""
+    run(
+        "fairseq-train",
+        [
+            data_dir,
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "masked_lm",
+            "--arch",
+            "roberta",
+            *TINY,
+            "--criterion",
+            "masked_lm",
+            "--tokens-per-sample",
+            "64",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "1e-3",
+            "--max-update",
+            "3",
+            "--max-tokens",
+            "512",
+            "--cpu",
+            "--save-dir",
+            save_dir,
+            "--no-epoch-checkpoints",
+            "--disable-validation",
+            "--num-workers",
+            "0",
+        ],
+    )
+    return f"{save_dir}/checkpoint_last.pt"

@@ -2,59 +2,9 @@
 
 import torch
 from fairseq import options, tasks
-from runner import USER_DIR, pretrain_args, run, train_cfg
+from runner import TINY, pretrain_args, roberta_checkpoint, run, train_cfg
 
 from veco_plugin.trusted_load import load_trusted
-
-TINY = [
-    "--encoder-layers",
-    "2",
-    "--encoder-embed-dim",
-    "64",
-    "--encoder-ffn-embed-dim",
-    "256",
-    "--encoder-attention-heads",
-    "4",
-    "--max-positions",
-    "128",
-]
-
-
-def roberta_checkpoint(data_dir, save_dir) -> str:
-    """A tiny RoBERTa that fairseq's own masked_lm task trains for 3 updates."""
-    run(
-        "fairseq-train",
-        [
-            data_dir,
-            "--user-dir",
-            USER_DIR,
-            "--task",
-            "masked_lm",
-            "--arch",
-            "roberta",
-            *TINY,
-            "--criterion",
-            "masked_lm",
-            "--tokens-per-sample",
-            "64",
-            "--optimizer",
-            "adam",
-            "--lr",
-            "1e-3",
-            "--max-update",
-            "3",
-            "--max-tokens",
-            "512",
-            "--cpu",
-            "--save-dir",
-            save_dir,
-            "--no-epoch-checkpoints",
-            "--disable-validation",
-            "--num-workers",
-            "0",
-        ],
-    )
-    return f"{save_dir}/checkpoint_last.pt"
 
 
 def test_initialize_from_roberta_then_cross_attention_only_schedule(pretrain_data, tmp_path):

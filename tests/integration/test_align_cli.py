@@ -1,0 +1,113 @@
+"""veco-align, the real console script, on real checkpoints: veco (ca_mlm) and fairseq RoBERTa."""
+
+import re
+import shutil
+
+import pytest
+from runner import REPO, pretrain_args, roberta_checkpoint, run
+
+TEXT = f"{REPO}/tests/fixtures/text"
+METHODS = ("ot", "argmax", "itermax")
+
+
+def _tokenize(line: str) -> str:
+    return " ".join(re.findall(r"\w+|[^\w\s]", line))
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    """30 real En-De pairs, an empty source line, and one pair too long for the models."""
+    en, de = (
+        [_tokenize(line) for line in open(f"{TEXT}/valid.{lang}", encoding="utf-8")]
+        for lang in ("en", "de")
+    )
+    src, tgt = en[:30] + ["", " ".join(en[30:])], de[:30] + [de[30], " ".join(de[30:])]
+    tmp = tmp_path_factory.mktemp("align_text")
+    for name, lines in (("src", src), ("tgt", tgt)):
+        (tmp / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return tmp / "src", tmp / "tgt", src, tgt
+
+
+@pytest.fixture(scope="module")
+def veco_checkpoint(pretrain_data, tmp_path_factory):
+    save = tmp_path_factory.mktemp("align_veco")
+    run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 20, "--disable-validation"))
+    return save / "checkpoint_last.pt"
+
+
+def _links(lines, src, tgt):
+    """Check the output shape: one line per pair, links inside both sentences."""
+    assert len(lines) == len(src)
+    out = []
+    for line, s, t in zip(lines, src, tgt):
+        links = [tuple(map(int, link.split("-"))) for link in line.split()]
+        assert all(0 <= i < len(s.split()) and 0 <= j < len(t.split()) for i, j in links)
+        assert links == sorted(set(links)), line
+        out.append(links)
+    assert out[30] == []  # the empty source sentence
+    assert sum(bool(links) for links in out) == len(out) - 1
+    return out
+
+
+def test_every_method_on_a_veco_checkpoint(pretrain_data, veco_checkpoint, pairs, tmp_path):
+    src_file, tgt_file, src, tgt = pairs
+    args = ["--path", veco_checkpoint, "--spm-model", f"{pretrain_data}/spm.model"]
+    args += ["--dict", f"{pretrain_data}/dict.txt", "--src", src_file, "--tgt", tgt_file]
+    outputs = {}
+    for method in METHODS:
+        output = tmp_path / f"{method}.align"
+        proc = run("veco-align", [*args, "--method", method, "--output", output, "--cpu"])
+        assert proc.stdout == ""
+        assert "1 of 32 pairs exceed the model's 96 positions" in proc.stderr
+        assert re.search(r"aligned 32 pairs in [\d.]+ s \([\d.]+ pairs/s\)", proc.stderr)
+        outputs[method] = output.read_text(encoding="utf-8").splitlines()
+        _links(outputs[method], src, tgt)
+    # deterministic across runs; stdout holds what --output writes; --dict by any name
+    vocab = tmp_path / "vocab.txt"
+    shutil.copy(f"{pretrain_data}/dict.txt", vocab)
+    args[args.index("--dict") + 1] = vocab
+    again = run("veco-align", [*args, "--batch-size", "32", "--layer", "1"])
+    assert again.stdout.splitlines() == outputs["ot"]
+    # the methods differ: argmax keeps only mutual best pieces, the others add to them
+    links = {m: [set(x) for x in _links(outputs[m], src, tgt)] for m in METHODS}
+    assert all(a <= b for a, b in zip(links["argmax"], links["itermax"]))
+    assert sum(map(len, links["argmax"])) < sum(map(len, links["itermax"]))
+    assert links["ot"] != links["argmax"]
+
+
+def test_a_fairseq_roberta_checkpoint_in_the_released_layout(pretrain_data, pairs, tmp_path):
+    """fairseq's own masked_lm RoBERTa, laid out as the released xlmr.base: model.pt,
+    dict.txt and sentencepiece.bpe.model in one directory (no --dict, no --spm-model)."""
+    src_file, tgt_file, src, tgt = pairs
+    trained = roberta_checkpoint(f"{pretrain_data}/mono/en", tmp_path / "train")
+    xlmr = tmp_path / "xlmr.tiny"
+    xlmr.mkdir()
+    shutil.copy(trained, xlmr / "model.pt")
+    shutil.copy(f"{pretrain_data}/dict.txt", xlmr / "dict.txt")
+    shutil.copy(f"{pretrain_data}/spm.model", xlmr / "sentencepiece.bpe.model")
+    proc = run("veco-align", ["--path", xlmr / "model.pt", "--src", src_file, "--tgt", tgt_file])
+    assert "1 of 32 pairs exceed the model's 128 positions" in proc.stderr
+    _links(proc.stdout.splitlines(), src, tgt)
+
+
+def _one_line_error(args) -> str:
+    proc = run("veco-align", args, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("veco-align: error: "), line
+    return line
+
+
+def test_bad_input_is_one_line(pretrain_data, pairs, tmp_path):
+    """One run of the real script; the other messages: tests/unit/test_aligner.py."""
+    src_file, _, src, _ = pairs
+    short = tmp_path / "short.de"
+    short.write_text("Ein Satz .\n", encoding="utf-8")
+    args = ["--path", tmp_path, "--src", src_file, "--tgt", short]
+    proc = run("veco-align", args, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line == (
+        f"veco-align: error: --src {src_file} has {len(src)} lines but --tgt {short} has 1; "
+        "give line-aligned files, one sentence per line"
+    )
