@@ -16,6 +16,10 @@
 #   eval-*         scripts/evaluate-wmt14.sh: average the last --average-last checkpoints, beam
 #                  --beam over every test sentence, detokenized sacreBLEU (with signature) and
 #                  tokenized BLEU                                          -> RUN/eval/<init>
+#   pretrain-dwa   XLM-Align: fairseq-train --criterion dwa from the pretrain-veco checkpoint
+#                  (its cold start), --dwa-updates updates (0 skips the alignment stages)
+#   align          veco-align on the first --align-pairs test pairs with the ca_mlm and the dwa
+#                  checkpoints (Pharaoh word links)                         -> RUN/align
 #   report         scripts/quickstart_report.py: RUN/results.md (table + examples),
 #                  RUN/results.json, RUN/learning_curve.png
 #
@@ -59,6 +63,8 @@ AVERAGE_LAST=3
 BEAM=5
 GEN_MAX_TOKENS=8000
 EXAMPLES=5
+DWA_UPDATES=300
+ALIGN_PAIRS=200
 LOG_INTERVAL=50
 SEED=1
 XLM=1
@@ -105,6 +111,9 @@ usage: $(basename "$0") [flags]
   --beam N                 beam size on the test set                     [$BEAM]
   --gen-max-tokens N       fairseq-generate --max-tokens                 [$GEN_MAX_TOKENS]
   --examples N             translated test examples in the report        [$EXAMPLES]
+ word alignment (XLM-Align)
+  --dwa-updates N          dwa updates from the ca_mlm checkpoint; 0: no alignment stages [$DWA_UPDATES]
+  --align-pairs N          test pairs veco-align aligns before and after dwa [$ALIGN_PAIRS]
  machine
   --cpu | --gpu            device                                        [$DEVICE]
   --fp16                   mixed precision (GPU)
@@ -129,6 +138,7 @@ smoke_preset() {
   VALID_SIZE=40; TEST_SIZE=40; MAX_TRAIN_PAIRS=2000; VOCAB=1000
   PT_UPDATES=20; PT_MAX_TOKENS=3072; PT_WARMUP=10; FT_UPDATES=20; FT_MAX_TOKENS=1024
   FT_WARMUP=10; EVAL_INTERVAL=10; AVERAGE_LAST=2; EXAMPLES=2; LOG_INTERVAL=10
+  DWA_UPDATES=5; ALIGN_PAIRS=10
 }
 for arg in "$@"; do [[ "$arg" == --smoke ]] && smoke_preset; done
 
@@ -163,6 +173,8 @@ while [[ $# -gt 0 ]]; do
     --beam) BEAM=$2; shift 2 ;;
     --gen-max-tokens) GEN_MAX_TOKENS=$2; shift 2 ;;
     --examples) EXAMPLES=$2; shift 2 ;;
+    --dwa-updates) DWA_UPDATES=$2; shift 2 ;;
+    --align-pairs) ALIGN_PAIRS=$2; shift 2 ;;
     --cpu) DEVICE=cpu; shift ;;
     --gpu) DEVICE=gpu; shift ;;
     --fp16) FP16=1; shift ;;
@@ -200,6 +212,8 @@ done <<EOF
 --beam $BEAM
 --gen-max-tokens $GEN_MAX_TOKENS
 --examples $EXAMPLES
+--dwa-updates $DWA_UPDATES
+--align-pairs $ALIGN_PAIRS
 --threads $THREADS
 --workers $WORKERS
 --seed $SEED
@@ -230,7 +244,7 @@ if [[ -z "$JOBS" ]]; then
 fi
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, got '$JOBS'"
 for tool in fairseq-train fairseq-preprocess fairseq-generate veco-gettext-corpus veco-init-nmt \
-  veco-average-checkpoints; do
+  veco-average-checkpoints veco-align; do
   command -v "$tool" >/dev/null || die "$tool not on PATH (activate the venv or: make setup)"
 done
 command -v "$PYTHON" >/dev/null || die "--python $PYTHON not found"
@@ -251,6 +265,8 @@ export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS PYTHONUNBUFFERED=1
 DEVICE_FLAGS=()
 [[ "$DEVICE" == cpu ]] && DEVICE_FLAGS=(--cpu)
 [[ "$FP16" == 1 ]] && DEVICE_FLAGS+=(--fp16)
+ALIGN_DEVICE=()
+[[ "$DEVICE" == cpu ]] && ALIGN_DEVICE=(--cpu)
 INITS=(veco)
 [[ "$XLM" == 1 ]] && INITS+=(xlm)
 INITS+=(random)
@@ -356,19 +372,32 @@ PYEOF
   done
 }
 
-pretrain() {  # pretrain-<init>: CRITERION
-  local init=$1 criterion=$2
+pretrain() {  # pretrain-<init>: CRITERION UPDATES [EXTRA FLAGS...]
+  local init=$1 criterion=$2 updates=$3
+  shift 3
   run_stage "pretrain-$init" fairseq-train "$DATA" --user-dir "$USER_DIR" \
     --task veco_pretraining --mono-langs "$SRC,$TGT" --bi-pairs "$SRC-$TGT" \
     --arch "veco_$ARCH" --criterion "$criterion" "${DEVICE_FLAGS[@]}" \
     --optimizer adam --adam-betas '(0.9,0.98)' --adam-eps 1e-6 --clip-norm 1.0 \
     --lr "$PT_LR" --lr-scheduler inverse_sqrt --warmup-updates "$PT_WARMUP" \
     --max-tokens "$PT_MAX_TOKENS" --max-mono-positions "$MAX_POSITIONS" \
-    --max-bi-positions $((MAX_POSITIONS / 2)) --max-update "$PT_UPDATES" \
+    --max-bi-positions $((MAX_POSITIONS / 2)) --max-update "$updates" \
     --save-dir "$RUN/pretrain/$init" --no-epoch-checkpoints \
-    --save-interval-updates "$((PT_UPDATES < 500 ? PT_UPDATES : 500))" --keep-interval-updates 1 \
-    --validate-interval-updates "$PT_UPDATES" --validate-interval 1000000 \
-    --log-format json --log-interval "$LOG_INTERVAL" --seed "$SEED" --num-workers 0
+    --save-interval-updates "$((updates < 500 ? updates : 500))" --keep-interval-updates 1 \
+    --validate-interval-updates "$updates" --validate-interval 1000000 \
+    --log-format json --log-interval "$LOG_INTERVAL" --seed "$SEED" --num-workers 0 "$@"
+}
+
+align_words() {  # align: the first ALIGN_PAIRS test pairs, word-aligned before and after dwa
+  local out=$RUN/align model
+  mkdir -p "$out"
+  head -n "$ALIGN_PAIRS" "$TEXT/test.$SRC" > "$out/test.$SRC"
+  head -n "$ALIGN_PAIRS" "$TEXT/test.$TGT" > "$out/test.$TGT"
+  for model in veco dwa; do
+    x veco-align --path "$RUN/pretrain/$model/checkpoint_last.pt" --spm-model "$DATA/spm.model" \
+      --dict "$DATA/dict.txt" --src "$out/test.$SRC" --tgt "$out/test.$TGT" --no-progress \
+      --output "$out/$model.align" "${ALIGN_DEVICE[@]}"
+  done
 }
 
 init_nmt() {  # init-<init>: the pre-trained encoder -> veco_transformer checkpoint
@@ -409,8 +438,15 @@ evaluate() {  # eval-<init>: average -> beam search over every test sentence -> 
     --max-len-a 1.2 --max-len-b 10 "${cpu[@]}"
 }
 
-pipeline_veco() { pretrain veco ca_mlm; init_nmt veco; finetune veco; evaluate veco; }
-pipeline_xlm() { pretrain xlm tlm; init_nmt xlm; finetune xlm; evaluate xlm; }
+pipeline_veco() {
+  pretrain veco ca_mlm "$PT_UPDATES"; init_nmt veco; finetune veco; evaluate veco
+  if (( DWA_UPDATES > 0 )); then
+    pretrain dwa dwa "$DWA_UPDATES" --restore-file "$RUN/pretrain/veco/checkpoint_last.pt" \
+      --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler
+    run_stage align align_words
+  fi
+}
+pipeline_xlm() { pretrain xlm tlm "$PT_UPDATES"; init_nmt xlm; finetune xlm; evaluate xlm; }
 pipeline_random() { finetune random; evaluate random; }
 
 # ------------------------------------------------------------------------------------ run
@@ -471,6 +507,6 @@ run_stage report "$PYTHON" "$ROOT/scripts/quickstart_report.py" --run-dir "$RUN"
   --inits "$(IFS=,; echo "${INITS[*]}")" --src "$SRC" --tgt "$TGT" --arch "$ARCH" \
   --pretrain-updates "$PT_UPDATES" --finetune-updates "$FT_UPDATES" \
   --eval-interval "$EVAL_INTERVAL" --average-last "$AVERAGE_LAST" --beam "$BEAM" \
-  --examples "$EXAMPLES"
+  --examples "$EXAMPLES" --align-dir "$RUN/align"
 cat "$RUN/results.md"
 echo "== quickstart finished in $((SECONDS / 60)) min $((SECONDS % 60)) s (this invocation): $RUN/results.md, $RUN/results.json, $RUN/learning_curve.png"

@@ -199,8 +199,43 @@ def notes(inits: Sequence[str]) -> List[str]:
             "XLM (tlm) row: tlm never runs the cross-attention, so veco-init-nmt copies "
             "untrained (randomly initialized) weights into the decoder's encoder-attention"
         )
-    out.append("veco-align is not installed yet: alignment examples are skipped")
     return out
+
+
+def alignment_summary(align_dir: Optional[str], run: str, src: str, tgt: str, count: int):
+    """Word-aligned test pairs before (ca_mlm) and after dwa, and the dwa run's last
+    training record; None when the alignment stages did not run (--dwa-updates 0)."""
+    if not align_dir or not os.path.isfile(os.path.join(align_dir, "dwa.align")):
+        return None
+    src_lines = read_lines(os.path.join(align_dir, f"test.{src}"))
+    tgt_lines = read_lines(os.path.join(align_dir, f"test.{tgt}"))
+    links = {m: read_lines(os.path.join(align_dir, f"{m}.align")) for m in ("veco", "dwa")}
+    for model, lines in links.items():
+        if len(lines) != len(src_lines):
+            raise ReportError(
+                f"{align_dir}/{model}.align: {len(lines)} lines, {len(src_lines)} pairs"
+            )
+    train = json_records(os.path.join(run, "logs", "pretrain-dwa.log"), "train")
+    examples = []
+    for i in pick_examples(src_lines, count):
+        x, y = src_lines[i].split(), tgt_lines[i].split()
+        pairs = {}
+        for model, lines in links.items():
+            pairs[model] = [
+                f"{x[int(a)]}–{y[int(b)]}"
+                for a, b in (link.split("-") for link in lines[i].split())
+            ]
+        examples.append({"id": i, "source": src_lines[i], "target": tgt_lines[i], "links": pairs})
+    last = train[-1] if train else {}
+    return {
+        "pairs": len(src_lines),
+        "dwa_updates": int(last.get("num_updates", 0)),
+        "dwa_seconds": stage_seconds(run, "pretrain-dwa"),
+        "label_share": last.get("dwa_label_share"),
+        "links_per_pair": last.get("dwa_links_per_pair"),
+        "pointer_acc": last.get("bi_dwa_acc"),
+        "examples": examples,
+    }
 
 
 def build_summary(args: argparse.Namespace) -> Dict[str, Any]:
@@ -286,6 +321,7 @@ def build_summary(args: argparse.Namespace) -> Dict[str, Any]:
         "text_lines": text_counts,
         "results": results,
         "examples": examples,
+        "alignment": alignment_summary(args.align_dir, run, args.src, args.tgt, args.examples),
         "stage_seconds": stages,
         "wall_seconds": wall_seconds(run),
         "notes": notes(inits),
@@ -346,6 +382,23 @@ def markdown(summary: Dict[str, Any]) -> str:
         lines.append(f"  - reference: {ex['reference']}")
         for init, hyp in ex["hypotheses"].items():
             lines.append(f"  - {init}: {hyp}")
+    a = summary["alignment"]
+    if a:
+        lines += [
+            "",
+            "## Word alignment (veco-align, XLM-Align's optimal transport + filtering)",
+            "",
+            f"{a['pairs']} test pairs aligned with the ca_mlm checkpoint (before) and after "
+            f"{a['dwa_updates']} `dwa` updates from it ({_minutes(a['dwa_seconds'])} min; last "
+            f"training record: {a['label_share']}% of masked bilingual pieces self-labelled, "
+            f"{a['links_per_pair']} links per pair, pointer accuracy {a['pointer_acc']}%). "
+            "Whitespace words; punctuation stays attached.",
+            "",
+        ]
+        for ex in a["examples"]:
+            lines.append(f"- **{ex['id']}**: {ex['source']} ‖ {ex['target']}")
+            for model, label in (("veco", "ca_mlm"), ("dwa", "dwa")):
+                lines.append(f"  - {label}: {', '.join(ex['links'][model]) or '(no links)'}")
     lines += ["", "## Notes", ""] + [f"- {n}" for n in summary["notes"]]
     return "\n".join(lines) + "\n"
 
@@ -410,6 +463,7 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--average-last", type=int, default=0, help="for the table")
     p.add_argument("--beam", type=int, default=5, help="for the table")
     p.add_argument("--examples", type=int, default=5, help="translated examples (default: 5)")
+    p.add_argument("--align-dir", help="RUN/align of the alignment stages, if they ran")
     return p
 
 

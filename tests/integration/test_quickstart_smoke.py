@@ -5,7 +5,8 @@ pairs, about 40 valid/test pairs from held-out catalogs; the project's fixture t
 machine has no German catalogs), a 1,000-piece sentencepiece model, 20 updates of ca_mlm and
 of tlm pre-training, veco-init-nmt, 20 fine-tuning updates from each of veco / random / xlm
 (valid loss + greedy valid BLEU every 10), averaging the 2 checkpoints, beam 5 over every
-test sentence, BLEU, and the report. The first run takes 1.5-3 minutes on 2 cores.
+test sentence, BLEU, 5 dwa updates from the ca_mlm checkpoint, veco-align on 10 test pairs
+before and after, and the report. The first run takes 1.5-3 minutes on 2 cores.
 """
 
 import json
@@ -27,7 +28,7 @@ STAGES = ["corpus", "data", "report"] + [
     for init in INITS
     for stage in ("pretrain", "init", "finetune", "eval")
     if not (init == "random" and stage in ("pretrain", "init"))
-]
+] + ["pretrain-dwa", "align"]
 
 
 def _quickstart(*args) -> subprocess.CompletedProcess:
@@ -143,7 +144,13 @@ def test_report_numbers_are_finite_and_well_formed(smoke):
         numbers = re.findall(r"\| (-?[0-9.]+) ", row)
         assert len(numbers) >= 4 and all(math.isfinite(float(x)) for x in numbers), row
     assert "sacreBLEU signature: `nrefs:1" in table
-    assert "veco-align" in table  # the skipped alignment examples are noted
+    align = summary["alignment"]
+    assert align["pairs"] == len(_lines(run / "align" / "test.en")) > 0
+    assert align["dwa_updates"] == 5 and _is_finite(align["label_share"])
+    for model in ("veco", "dwa"):
+        assert len(_lines(run / "align" / f"{model}.align")) == align["pairs"]
+    assert len(align["examples"]) == 2 and all(ex["links"]["dwa"] for ex in align["examples"])
+    assert "## Word alignment" in table and "‖" in table
     assert table in smoke["proc"].stdout  # the table is printed
 
 
