@@ -6,7 +6,9 @@ to ``checkpoint_last.pt`` / ``checkpoint_best.pt`` in place: a kill during that 
 ``checkpoint_last.pt``, and the next run dies inside ``torch.load``. Importing the
 plugin (``--user-dir veco_plugin``) makes those copies atomic too (copy to ``.tmp``,
 fsync, rename) and lets a resume that finds ``checkpoint_last.pt`` unloadable say
-so and continue from the newest loadable checkpoint of the save dir.
+so and continue from the newest loadable checkpoint of the save dir. A
+``--restore-file`` / ``--finetune-from-model`` that does not exist is refused (fairseq
+would start from scratch).
 """
 
 import copy
@@ -71,9 +73,26 @@ def newest_complete(save_dir: str, suffix: str, exclude: str) -> Optional[str]:
     return None
 
 
+def check_named_checkpoints(cfg, suffix: str) -> None:
+    """``--restore-file`` / ``--finetune-from-model`` name existing files: fairseq
+    silently trains from scratch on a misspelt ``--restore-file``."""
+    restore = cfg.restore_file
+    if restore != "checkpoint_last.pt" and not PathManager.exists(
+        restore.replace(".pt", suffix + ".pt")
+    ):
+        raise VecoUserError(
+            f"--restore-file {restore}: no such file (leave --restore-file out to resume "
+            f"from --save-dir {cfg.save_dir}, or start from scratch)"
+        )
+    finetune = cfg.finetune_from_model
+    if finetune is not None and not PathManager.exists(finetune):
+        raise VecoUserError(f"--finetune-from-model {finetune}: no such file")
+
+
 def _resume_from_complete(load_checkpoint):
     @functools.wraps(load_checkpoint)
     def wrapper(cfg, trainer, **passthrough_args):
+        check_named_checkpoints(cfg, trainer.checkpoint_suffix)
         last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
         if cfg.restore_file == "checkpoint_last.pt" and os.path.exists(last):
             if not is_complete(last):

@@ -31,6 +31,13 @@ def _one_line_excepthook(previous):
 
 
 def install() -> None:
-    """Install the one-line ``sys.excepthook``; idempotent."""
+    """Install the one-line ``sys.excepthook`` and the wrappers that turn fairseq's
+    exceptions for recognised user mistakes (unusable checkpoints, truncated binarized
+    data) into a ``VecoUserError``; idempotent."""
+    from . import checkpoint_errors
+    from .data import binarized
+
     if not getattr(sys.excepthook, "__veco_hook__", False):
         sys.excepthook = _one_line_excepthook(sys.excepthook)
+    checkpoint_errors.install()
+    binarized.install()

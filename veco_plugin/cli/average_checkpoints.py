@@ -42,6 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from .common import cfg_value, checkpoint_model_cfg, run_cli
+from .output import check_output, save_checkpoint
 
 logger = logging.getLogger("veco_plugin.cli.average_checkpoints")
 
@@ -246,16 +247,12 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
         if value is not None and value < 1:
             raise AverageError(f"--{flag.replace('_', '-')} must be >= 1")
     paths = resolve_inputs(args)
+    check_output(args.output)
     logger.info("averaging %d checkpoints: %s", len(paths), " ".join(paths))
     out = average_states(load_states(paths), paths)
     if args.no_optimizer_state:
         out.pop("last_optimizer_state", None)
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    os.makedirs(out_dir, exist_ok=True)
-
-    from fairseq.checkpoint_utils import torch_persistent_save
-
-    torch_persistent_save(out, args.output)  # atomic: <output>.tmp, then rename
+    save_checkpoint(out, args.output)  # atomic: <output>.tmp, then rename
     logger.info("wrote %s", args.output)
     return out
 

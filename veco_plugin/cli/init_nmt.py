@@ -53,6 +53,7 @@ from veco_plugin.nmt_init import (
 
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from .common import cfg_value, checkpoint_model_cfg, run_cli
+from .output import check_output, save_checkpoint
 
 logger = logging.getLogger("veco_plugin.cli.init_nmt")
 
@@ -393,13 +394,13 @@ def _log_report(report: InitReport, source: str) -> None:
 
 def main(args: argparse.Namespace) -> Dict[str, Any]:
     from fairseq import utils as fairseq_utils
-    from fairseq.checkpoint_utils import torch_persistent_save
 
     from veco_plugin.trusted_load import load_trusted
 
     fairseq_utils.import_user_module(Namespace(user_dir=PLUGIN_DIR))
     if not os.path.isfile(args.pretrained):
         raise NmtInitError(f"--pretrained {args.pretrained}: no such file")
+    check_output(args.output)
     try:
         state = load_trusted(args.pretrained)
     except Exception as exc:  # corrupt or not a checkpoint
@@ -428,8 +429,7 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     _log_report(report, args.pretrained)
 
     out = checkpoint_state(model, train_args, report, args.pretrained)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    torch_persistent_save(out, args.output)  # atomic: <output>.tmp, then rename
+    save_checkpoint(out, args.output)  # atomic: <output>.tmp, then rename
     logger.info("wrote %s; fine-tune with: fairseq-train DATA %s", args.output,
                 train_flags(arch, arch_flags, len(layers), max_positions, tied,
                             args.output, args.keep_output_bias))  # fmt: skip

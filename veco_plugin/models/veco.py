@@ -20,6 +20,7 @@ from torch import Tensor
 from ..errors import VecoUserError
 from ..modules.pointer_network import VecoPointerNetwork, split_pair, word_positions
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
+from .flag_checks import check_model_flags
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class VecoModel(RobertaModel):
         veco_base_architecture(args)
         if not safe_hasattr(args, "max_positions"):
             args.max_positions = task.max_positions()
+        check_model_flags(args, ("encoder",), task.max_positions())
         return cls(args, VecoEncoder(args, task.source_dictionary))
 
     @property

@@ -25,7 +25,9 @@ LayerNorm + bias) that fits a decoder predicting from the tied embeddings.
 
 The model carries a ``dictionary_digest`` buffer (hash of the dictionary symbols,
 ``<mask>`` included) so that loading a checkpoint with data binarized with another
-dictionary fails with one line saying how to fix it.
+dictionary fails with one line saying how to fix it. Flags that fairseq would only
+assert on (width vs heads, dropout rates, unequal embedding widths with the shared
+embedding matrix) are refused before the model is built (``flag_checks``).
 """
 
 import logging
@@ -40,7 +42,9 @@ from fairseq.models.transformer.transformer_legacy import (
 from fairseq.utils import safe_getattr
 from torch import nn
 
+from ..errors import VecoUserError
 from ..nmt_init import TIED_LAYER_MODULES, count_layers, dictionary_digest
+from .flag_checks import check_model_flags
 from .veco import fill_encoder_sizes
 
 logger = logging.getLogger(__name__)
@@ -60,7 +64,7 @@ def parse_tied_layers(text: Optional[str]) -> List[int]:
     try:
         return [int(t) for t in str(text).split(",") if t.strip()]
     except ValueError:
-        raise ValueError(
+        raise VecoUserError(
             f"--tie-decoder-to-encoder-layers {text!r}: expected comma-separated layer "
             "indices, e.g. 18,19,20,21,22,23"
         ) from None
@@ -99,6 +103,13 @@ class VecoTransformerModel(TransformerModel):
     @classmethod
     def build_model(cls, args, task):
         veco_transformer_base_architecture(args)
+        check_model_flags(args, ("encoder", "decoder"))
+        if args.share_all_embeddings and args.decoder_embed_dim != args.encoder_embed_dim:
+            raise VecoUserError(
+                f"--decoder-embed-dim {args.decoder_embed_dim} differs from --encoder-embed-dim "
+                f"{args.encoder_embed_dim}: {cls.__name__} shares one embedding matrix "
+                "(--share-all-embeddings); leave --decoder-embed-dim out"
+            )
         tied = parse_tied_layers(safe_getattr(args, "tie_decoder_to_encoder_layers", None))
         model = super().build_model(args, task)
         if tied:
@@ -150,8 +161,7 @@ class VecoTransformerModel(TransformerModel):
 
 
 def _refuse(message: str) -> None:
-    logger.error(message)  # fairseq-train re-raises load errors as a generic message
-    raise ValueError(message)
+    raise VecoUserError(message)  # one line, also through fairseq-train's generic re-raise
 
 
 def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -> None:
@@ -160,15 +170,17 @@ def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -
     ``layernorm_embedding``."""
     encoder, decoder = model.encoder, model.decoder
     if len(encoder_layers) != len(decoder.layers):
-        raise ValueError(
+        raise VecoUserError(
             f"--tie-decoder-to-encoder-layers lists {len(encoder_layers)} layers but "
             f"--decoder-layers is {len(decoder.layers)}"
         )
     if len(set(encoder_layers)) != len(encoder_layers):
-        raise ValueError(f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice")
+        raise VecoUserError(
+            f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice"
+        )
     for j, i in enumerate(encoder_layers):
         if not 0 <= i < len(encoder.layers):
-            raise ValueError(
+            raise VecoUserError(
                 f"--tie-decoder-to-encoder-layers: layer {i} out of range "
                 f"(the encoder has {len(encoder.layers)} layers, 0-{len(encoder.layers) - 1})"
             )
@@ -176,7 +188,7 @@ def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -
             setattr(decoder.layers[j], name, getattr(encoder.layers[i], name))
     if encoder.embed_positions is not None:
         if encoder.embed_positions.weight.shape != decoder.embed_positions.weight.shape:
-            raise ValueError(
+            raise VecoUserError(
                 "tied layers share positions: give --max-source-positions equal to "
                 "--max-target-positions"
             )

@@ -27,6 +27,11 @@ fairseq-interactive alike. ``--input-format fairseq`` restores fairseq's convent
 (models fine-tuned before this option existed were trained with it: pass it to
 fairseq-generate for them).
 
+Wrong input ends in one line naming the file or flag (``VecoUserError``): a missing
+DATA directory or dictionary, a subset that is not binarized (the ones that are, listed),
+and a pre-training (encoder-only ``veco``) model or checkpoint where an encoder-decoder
+is needed (convert it with ``veco-init-nmt``).
+
 Inference subsets are translated completely: fairseq rounds every batch down to a
 multiple of ``--required-batch-size-multiple`` (default 8) and drops the rest, so
 fairseq-generate would silently skip up to 7 test sentences. Only the training
@@ -40,7 +45,9 @@ from typing import Any, Dict
 
 import torch
 from fairseq import utils
+from fairseq.data import data_utils
 from fairseq.dataclass import ChoiceEnum
+from fairseq.models import ARCH_MODEL_REGISTRY, FairseqEncoderDecoderModel
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import (
     TranslationConfig,
@@ -48,7 +55,9 @@ from fairseq.tasks.translation import (
     load_langpair_dataset,
 )
 
+from ..data.binarized import missing_split, splits_in
 from ..data.dictionary import load_dictionary_with_mask
+from ..errors import VecoUserError
 
 INPUT_FORMATS = ChoiceEnum(["veco", "fairseq"])
 
@@ -86,6 +95,24 @@ def start_decoder_with(sample: Dict[str, Any], bos: int, eos: int) -> Dict[str, 
     return dict(sample, net_input=net_input)
 
 
+def check_encoder_decoder(cfg: Any, from_checkpoint: bool) -> None:
+    """Refuse a model config whose arch is not an encoder-decoder (``veco``)."""
+    arch = utils.safe_getattr(cfg, "arch", None) or utils.safe_getattr(cfg, "_name", None)
+    model = ARCH_MODEL_REGISTRY.get(arch)
+    if model is None or issubclass(model, FairseqEncoderDecoderModel):
+        return
+    if from_checkpoint:
+        raise VecoUserError(
+            f"the checkpoint holds a {arch} model, a pre-training encoder without a decoder: "
+            "convert it with veco-init-nmt --pretrained CKPT --output INIT.pt, fine-tune "
+            "INIT.pt, and translate with the fine-tuned checkpoint"
+        )
+    raise VecoUserError(
+        f"--arch {arch} is a pre-training encoder, not an encoder-decoder: fine-tune a "
+        "veco_transformer_* (veco-init-nmt prints the flags)"
+    )
+
+
 @register_task("translation_from_pretrained_veco", dataclass=TranslationFromPretrainedVecoConfig)
 class TranslationFromPretrainedVecoTask(TranslationTask):
     """Translation with the pre-trained joined dictionary + ``<mask>`` and the
@@ -96,14 +123,28 @@ class TranslationFromPretrainedVecoTask(TranslationTask):
     @classmethod
     def load_dictionary(cls, filename):
         """The pre-training dictionary: ``filename`` + ``<mask>`` (veco_pretraining)."""
+        if not os.path.isfile(filename):
+            raise VecoUserError(
+                f"{filename} not found: binarize DATA with fairseq-preprocess -s SRC -t TGT "
+                "--joined-dictionary --srcdict <pretrained dict.txt>"
+            )
         return load_dictionary_with_mask(filename)
 
     @classmethod
     def setup_task(cls, cfg: TranslationFromPretrainedVecoConfig, **kwargs):
+        data = utils.split_paths(cfg.data)[0] if cfg.data else ""
+        if not os.path.isdir(data):
+            raise VecoUserError(f"DATA {data!r}: no such directory (fairseq-preprocess --destdir)")
+        if cfg.source_lang is None or cfg.target_lang is None:
+            cfg.source_lang, cfg.target_lang = data_utils.infer_language_pair(data)
+            if cfg.source_lang is None or cfg.target_lang is None:
+                raise VecoUserError(
+                    f"{data}: cannot tell the languages (no SPLIT.SRC-TGT.* files): "
+                    "pass -s SRC -t TGT"
+                )
         task = super().setup_task(cfg, **kwargs)
         if task.src_dict != task.tgt_dict:
-            data = cfg.data.split(os.pathsep)[0]
-            raise ValueError(
+            raise VecoUserError(
                 f"{data}/dict.{cfg.source_lang}.txt and dict.{cfg.target_lang}.txt differ: "
                 "the pre-trained model has one joined dictionary; binarize with "
                 "fairseq-preprocess --joined-dictionary --srcdict <pretrained dict.txt> "
@@ -115,9 +156,19 @@ class TranslationFromPretrainedVecoTask(TranslationTask):
     def veco_inputs(self) -> bool:
         return self.cfg.input_format == "veco"
 
+    def build_model(self, cfg, from_checkpoint=False):
+        check_encoder_decoder(cfg, from_checkpoint)
+        return super().build_model(cfg, from_checkpoint)
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         """fairseq's language-pair data; with ``--input-format veco`` every source is
         ``<s> x </s>`` (``prepend_bos_src``), the targets stay ``y </s>``."""
+        data = utils.split_paths(self.cfg.data)[0]
+        if split not in splits_in(data):
+            train = split == self.cfg.train_subset
+            flag = "--train-subset" if train else "--valid-subset/--gen-subset"
+            fix = f"fairseq-preprocess --joined-dictionary --srcdict {data}/dict.SRC.txt"
+            raise missing_split(flag, split, data, fix)
         if not self.veco_inputs:
             return super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         paths = utils.split_paths(self.cfg.data)

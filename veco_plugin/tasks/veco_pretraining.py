@@ -25,6 +25,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
+from ..data.binarized import missing_split, splits_in
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
@@ -148,6 +149,17 @@ def check_data_dirs(cfg: "VecoPretrainingConfig") -> None:
                 f"binarize it with fairseq-preprocess --only-source --srcdict {cfg.data}/dict.txt "
                 f"--trainpref TEXT --destdir {directory}"
             )
+
+
+def check_split(cfg: "VecoPretrainingConfig", split: str) -> None:
+    """Every language and pair directory holds ``split`` (else: the splits it holds)."""
+    flag = "--train-subset" if split == cfg.train_subset else "--valid-subset"
+    directories = [os.path.join(cfg.data, "mono", lang) for lang in _split_list(cfg.mono_langs)]
+    directories += [os.path.join(cfg.data, "bi", pair) for pair in _split_list(cfg.bi_pairs)]
+    for directory in directories:
+        if split not in splits_in(directory):
+            fix = f"fairseq-preprocess --srcdict {cfg.data}/dict.txt --destdir {directory}"
+            raise missing_split(flag, split, directory, fix)
 
 
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
@@ -293,6 +305,7 @@ class VecoPretrainingTask(FairseqTask):
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         check_data_dirs(self.cfg)
+        check_split(self.cfg, split)
         train = split == self.cfg.train_subset  # shuffled and language-resampled
         parts = OrderedDict()
         if self.mono_langs:
