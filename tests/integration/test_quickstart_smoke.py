@@ -23,12 +23,16 @@ from runner import REPO, env
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 INITS = ("veco", "xlm", "random")
-STAGES = ["corpus", "data", "report"] + [
-    f"{stage}-{init}"
-    for init in INITS
-    for stage in ("pretrain", "init", "finetune", "eval")
-    if not (init == "random" and stage in ("pretrain", "init"))
-] + ["pretrain-dwa", "align"]
+STAGES = (
+    ["corpus", "data", "report"]
+    + [
+        f"{stage}-{init}"
+        for init in INITS
+        for stage in ("pretrain", "init", "finetune", "eval")
+        if not (init == "random" and stage in ("pretrain", "init"))
+    ]
+    + ["pretrain-dwa", "align"]
+)
 
 
 def _quickstart(*args) -> subprocess.CompletedProcess:
