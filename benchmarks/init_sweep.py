@@ -72,6 +72,10 @@ def parse_args(argv=None):
     )
     p.add_argument("--no-variants", action="store_true",
                    help="only the budget sweep (no last:N, inputs, bias, lr runs)")  # fmt: skip
+    p.add_argument("--variants", default="last,inputs,bias,lr",
+                   help="which variants run at the largest budget: any of last (last:N), "
+                   "inputs (fairseq inputs), bias (LM-head bias), lr (--lr-variants) "
+                   "[%(default)s]")  # fmt: skip
     p.add_argument("--max-positions", type=int, default=256)
     p.add_argument("--vocab-size", type=int, default=4000)
     p.add_argument("--max-train-pairs", type=int, default=0, help="0 = all")
@@ -101,11 +105,25 @@ def budgets(text: str) -> List[int]:
     return values
 
 
+VARIANTS = ("last", "inputs", "bias", "lr")
+
+
+def variants(a) -> List[str]:
+    chosen = [] if a.no_variants else [v for v in a.variants.split(",") if v]
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:
+        raise SweepError(
+            f"--variants {a.variants!r}: {unknown[0]} is not one of {','.join(VARIANTS)}"
+        )
+    return chosen
+
+
 class Sweep:
     def __init__(self, a):
         self.a = a
         self.run = os.path.abspath(a.run_dir)
         self.budgets = budgets(a.pretrain_updates)
+        self.variants = variants(a)
         if a.finetune_updates % a.eval_interval:
             raise SweepError("--finetune-updates must be a multiple of --eval-interval")
         self.layers = a.layers or SIZES[a.arch]
@@ -249,14 +267,18 @@ class Sweep:
         a, top, n = self.a, self.budgets[-1], self.last_n
         runs = [(f"ft-{b}", b, "all", self.layers, "veco", False, a.finetune_lr)
                 for b in self.budgets]  # fmt: skip
-        if not a.no_variants:
+        variants = self.variants
+        if "last" in variants:
             runs += [
                 (f"ft-{b}-last{n}", b, f"last:{n}", n, "veco", False, a.finetune_lr)
                 for b in (0, top)
             ]
+        if "inputs" in variants:
             runs += [(f"ft-{b}-fairseq-inputs", b, "all", self.layers, "fairseq", False,
                       a.finetune_lr) for b in (0, top)]  # fmt: skip
+        if "bias" in variants:
             runs += [(f"ft-{top}-lm-bias", top, "all", self.layers, "veco", True, a.finetune_lr)]
+        if "lr" in variants:
             for lr in filter(None, a.lr_variants.split(",")):
                 runs += [(f"ft-{b}-lr{lr}", b, "all", self.layers, "veco", False, lr)
                          for b in (0, top)]  # fmt: skip
