@@ -13,7 +13,7 @@ $(VENV)/.installed: setup.py scripts/setup-env.sh
 	touch $@
 
 test: setup
-	OMP_NUM_THREADS=2 $(PY) -m pytest -q tests
+	OMP_NUM_THREADS=2 $(PY) -m pytest -q --durations=15 tests
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from runner import REPO, run
+from runner import REPO, pretrain_args, run
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 
@@ -51,3 +51,12 @@ def pretrain_data(tmp_path_factory) -> str:
         ),
     )
     return data
+
+
+@pytest.fixture(scope="session")
+def cold_start(pretrain_data, tmp_path_factory):
+    """A veco_tiny checkpoint after 150 ca_mlm updates on ``pretrain_data`` (XLM-Align's
+    cold start; also the aligner tests' checkpoint)."""
+    save = tmp_path_factory.mktemp("cold")
+    run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 150, "--disable-validation"))
+    return save / "checkpoint_last.pt"

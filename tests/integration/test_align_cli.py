@@ -4,7 +4,7 @@ import re
 import shutil
 
 import pytest
-from runner import REPO, pretrain_args, roberta_checkpoint, run
+from runner import REPO, roberta_checkpoint, run
 
 TEXT = f"{REPO}/tests/fixtures/text"
 METHODS = ("ot", "argmax", "itermax")
@@ -28,13 +28,6 @@ def pairs(tmp_path_factory):
     return tmp / "src", tmp / "tgt", src, tgt
 
 
-@pytest.fixture(scope="module")
-def veco_checkpoint(pretrain_data, tmp_path_factory):
-    save = tmp_path_factory.mktemp("align_veco")
-    run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 20, "--disable-validation"))
-    return save / "checkpoint_last.pt"
-
-
 def _links(lines, src, tgt):
     """Check the output shape: one line per pair, links inside both sentences."""
     assert len(lines) == len(src)
@@ -49,9 +42,9 @@ def _links(lines, src, tgt):
     return out
 
 
-def test_every_method_on_a_veco_checkpoint(pretrain_data, veco_checkpoint, pairs, tmp_path):
+def test_every_method_on_a_veco_checkpoint(pretrain_data, cold_start, pairs, tmp_path):
     src_file, tgt_file, src, tgt = pairs
-    args = ["--path", veco_checkpoint, "--spm-model", f"{pretrain_data}/spm.model"]
+    args = ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
     args += ["--dict", f"{pretrain_data}/dict.txt", "--src", src_file, "--tgt", tgt_file]
     outputs = {}
     for method in METHODS:

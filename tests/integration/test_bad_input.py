@@ -131,6 +131,9 @@ def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env(),
+        # a suite started in the background (``make test &``) ignores SIGINT, and so would
+        # the child: give it the default disposition, as an interactive terminal does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         for line in proc.stdout:  # interrupt once training runs, however slow the start

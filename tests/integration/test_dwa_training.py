@@ -11,17 +11,15 @@ RESET = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-l
 
 
 @pytest.fixture(scope="module")
-def cold_start(pretrain_data, tmp_path_factory):
-    """A veco_tiny checkpoint after 150 ca_mlm updates (XLM-Align's cold start)."""
-    save = tmp_path_factory.mktemp("cold")
-    run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 150))
-    return save / "checkpoint_last.pt"
-
-
-def test_dwa_learns_from_a_cold_start(pretrain_data, cold_start, tmp_path):
-    save = tmp_path / "dwa"
+def dwa_run(pretrain_data, cold_start, tmp_path_factory):
+    """120 dwa updates from the cold start: (save dir, fairseq-train output)."""
+    save = tmp_path_factory.mktemp("dwa")
     args = pretrain_args(pretrain_data, save, "dwa", 120, "--restore-file", cold_start, *RESET)
-    proc = run("fairseq-train", args)
+    return save, run("fairseq-train", args)
+
+
+def test_dwa_learns_from_a_cold_start(dwa_run):
+    save, proc = dwa_run
     assert WARNING not in proc.stdout + proc.stderr
     assert "the pointer network starts random" in proc.stdout + proc.stderr
     records = json_logs(proc.stdout)
@@ -47,13 +45,11 @@ def test_dwa_from_random_weights_warns(pretrain_data, tmp_path):
     assert json_logs(proc.stdout, "train")[-1]["num_updates"] == 2
 
 
-def test_a_dwa_checkpoint_continues_as_ca_mlm(pretrain_data, tmp_path):
+def test_a_dwa_checkpoint_continues_as_ca_mlm(pretrain_data, dwa_run, tmp_path):
     """Another objective drops the pointer network instead of refusing the checkpoint."""
-    first = tmp_path / "dwa"
-    run("fairseq-train", pretrain_args(pretrain_data, first, "dwa", 2, "--disable-validation"))
     args = pretrain_args(
         pretrain_data, tmp_path / "ca", "ca_mlm", 4, "--disable-validation",
-        "--restore-file", first / "checkpoint_last.pt", *RESET,
+        "--restore-file", dwa_run[0] / "checkpoint_last.pt", *RESET,
     )  # fmt: skip
     proc = run("fairseq-train", args)
     assert "dropping the checkpoint's pointer network" in proc.stdout + proc.stderr

@@ -53,7 +53,6 @@ def _run_ranks(backend, criterion, tmp_path):
         ("no_c10d", "tlm"),
         # dwa: the pointer network idle on the rank without bilingual pairs
         ("pytorch_ddp", "dwa"),
-        ("legacy_ddp", "dwa"),
     ],
 )
 def test_gradients_are_synchronized(backend, criterion, tmp_path):

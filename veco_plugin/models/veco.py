@@ -337,7 +337,7 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
     if bad:
         raise VecoUserError(f"{source}: missing non-cross-attention weights, e.g. {bad[0]}")
     logger.info(
-        "initialized veco from %s; %d modules start random (cross-attention, pointer): %s",
+        "initialized veco from %s; %d modules start random (cross-attention): %s",
         source,
         len(random_modules),
         ", ".join(random_modules[:4]) + (" ..." if len(random_modules) > 4 else ""),
