@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from runner import REPO, pretrain_args, run
+
+from tests.helpers.runner import REPO, pretrain_args, run
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 

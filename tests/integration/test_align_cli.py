@@ -4,7 +4,8 @@ import re
 import shutil
 
 import pytest
-from runner import REPO, roberta_checkpoint, run
+
+from tests.helpers.runner import REPO, roberta_checkpoint, run
 
 TEXT = f"{REPO}/tests/fixtures/text"
 METHODS = ("ot", "argmax", "itermax")

@@ -6,7 +6,8 @@ import signal
 import subprocess
 
 import pytest
-from runner import BIN, env, json_logs, pretrain_args, run
+
+from tests.helpers.runner import BIN, env, json_logs, pretrain_args, run
 
 
 def _train_error(args) -> str:

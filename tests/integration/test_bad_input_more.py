@@ -17,7 +17,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from runner import REPO, USER_DIR, env, pretrain_args, run
+
+from tests.helpers.runner import REPO, USER_DIR, env, pretrain_args, run
 
 FROZEN = os.path.join(REPO, "tests", "fixtures", "checkpoints", "veco_tiny")
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")

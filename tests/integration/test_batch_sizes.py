@@ -8,7 +8,8 @@ import itertools
 
 import pytest
 from fairseq import tasks
-from runner import USER_DIR, train_cfg
+
+from tests.helpers.runner import USER_DIR, train_cfg
 
 
 def _epoch(data, *flags, limit=None, split="train"):

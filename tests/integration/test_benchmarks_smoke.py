@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
-import wmt_fixture
-from runner import REPO, env
+
+from tests.helpers import wmt_fixture
+from tests.helpers.runner import REPO, env
 
 KEYS = [
     "ca_mlm_time_ratio",

@@ -9,8 +9,8 @@ import subprocess
 import time
 
 import torch
-from runner import BIN, env, pretrain_args, run
 
+from tests.helpers.runner import BIN, env, pretrain_args, run
 from veco_plugin.trusted_load import load_trusted
 
 

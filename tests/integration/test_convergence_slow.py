@@ -9,7 +9,8 @@ import os
 import subprocess
 
 import pytest
-from runner import REPO, env
+
+from tests.helpers.runner import REPO, env
 
 
 @pytest.mark.slow

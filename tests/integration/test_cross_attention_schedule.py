@@ -19,7 +19,8 @@ from fairseq import optim, tasks
 from fairseq.optim.fp16_optimizer import FP16Optimizer
 from fairseq.optim.lr_scheduler import build_lr_scheduler
 from fairseq.trainer import Trainer
-from runner import pretrain_args, train_cfg
+
+from tests.helpers.runner import pretrain_args, train_cfg
 
 FROZEN_UPDATES = 3
 

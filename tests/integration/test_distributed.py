@@ -4,7 +4,7 @@ import os
 import socket
 import subprocess
 
-from runner import BIN, env, json_logs, pretrain_args
+from tests.helpers.runner import BIN, env, json_logs, pretrain_args
 
 
 def _free_port() -> int:

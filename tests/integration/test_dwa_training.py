@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-from runner import json_logs, pretrain_args, run
 
+from tests.helpers.runner import json_logs, pretrain_args, run
 from veco_plugin.trusted_load import load_trusted
 
 WARNING = "starts from RANDOM weights"

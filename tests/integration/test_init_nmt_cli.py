@@ -28,8 +28,9 @@ import shlex
 from collections import Counter
 
 import pytest
-from runner import REPO, USER_DIR
-from runner import run as run_script
+
+from tests.helpers.runner import REPO, USER_DIR
+from tests.helpers.runner import run as run_script
 
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 N_TEST = 13

@@ -1,7 +1,8 @@
 """fairseq-train --user-dir veco_plugin --task veco_pretraining on real text."""
 
 import pytest
-from runner import json_logs, pretrain_args, run
+
+from tests.helpers.runner import json_logs, pretrain_args, run
 
 CA_MLM_TERMS = [f"{k}_{s}_{t}" for k in ("mono", "bi") for s in "xy" for t in ("mlm", "ca")] + [
     "bi_tlm"

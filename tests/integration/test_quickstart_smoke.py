@@ -18,7 +18,8 @@ import subprocess
 import time
 
 import pytest
-from runner import REPO, env
+
+from tests.helpers.runner import REPO, env
 
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")

@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 import pytest
-import wmt_fixture
+
+from tests.helpers import wmt_fixture
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 SCRIPTS = os.path.join(ROOT, "scripts")

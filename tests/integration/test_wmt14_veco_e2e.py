@@ -30,8 +30,9 @@ import subprocess
 import sys
 
 import pytest
-import wmt_fixture
-from runner import REPO, USER_DIR, env, json_logs, pretrain_args, run
+
+from tests.helpers import wmt_fixture
+from tests.helpers.runner import REPO, USER_DIR, env, json_logs, pretrain_args, run
 
 SCRIPTS = os.path.join(REPO, "scripts")
 N_TEST = 203

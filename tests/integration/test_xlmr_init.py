@@ -2,8 +2,8 @@
 
 import torch
 from fairseq import options, tasks
-from runner import TINY, pretrain_args, roberta_checkpoint, run, train_cfg
 
+from tests.helpers.runner import TINY, pretrain_args, roberta_checkpoint, run, train_cfg
 from veco_plugin.trusted_load import load_trusted
 
 

@@ -3,9 +3,8 @@ streams: the same losses and gradients as without, recomputed in the backward.""
 
 import pytest
 import torch
-from test_stop_gradient import _batch
-from toy import ToyTask, build, toy_dictionary
 
+from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.criterions.ca_mlm import CaMlmCriterion
 
 
@@ -21,7 +20,7 @@ def _loss_and_grads(d, batch, **flags):
 @pytest.mark.parametrize("offload", [False, True])
 def test_checkpointed_layers_give_the_same_gradients(offload):
     d = toy_dictionary()
-    batch = _batch(d)
+    batch = pair_batch(d)
     loss, grads, _ = _loss_and_grads(d, batch)
     flags = {"checkpoint_activations": True, "offload_activations": offload}
     loss_ckpt, grads_ckpt, model = _loss_and_grads(d, batch, **flags)

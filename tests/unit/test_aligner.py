@@ -6,8 +6,8 @@ import random
 
 import pytest
 import torch
-from toy import build, random_tokens, toy_dictionary
 
+from tests.helpers.toy import build, random_tokens, toy_dictionary
 from veco_plugin.alignment.aligner import (
     METHODS,
     align_pairs,

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 from fairseq.data import ListDataset
-from toy import toy_dictionary
 
+from tests.helpers.toy import toy_dictionary
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORLD = 2
 
 
@@ -29,12 +29,13 @@ def _run_ranks(backend, criterion, tmp_path):
     out = [tmp_path / f"rank{r}.pt" for r in range(-1, WORLD)]
     procs = [
         subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "ddp_worker.py"), backend, criterion]
+            [sys.executable, "-m", "tests.helpers.ddp_worker", backend, criterion]
             + [str(r), str(WORLD), str(port), str(out[r + 1])],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
+            cwd=REPO,
         )
         for r in range(-1, WORLD)
     ]

@@ -5,9 +5,8 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from test_stop_gradient import pair_dataset
-from toy import ToyTask, build, toy_dictionary
 
+from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.alignment import self_label
 from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
 
@@ -25,11 +24,6 @@ def _criterion(d, **cfg):
         ddp_backend="legacy_ddp", find_unused_parameters=False, distributed_world_size=1, **cfg
     )
     return DwaCriterion(cfg, ToyTask(d))
-
-
-def _batch(d, n_pairs=6, seed=0):
-    ds = pair_dataset(d, n_pairs, seed)
-    return ds.collater([ds[i] for i in range(len(ds))])
 
 
 def test_pointer_network_is_eqs_11_to_13():
@@ -95,7 +89,7 @@ def _by_hand(model, d, batch, label_layer, dwa_layer):
 def test_dwa_term_is_algorithm_1_pair_by_pair():
     d = toy_dictionary()
     model = _model(d)
-    batch = _batch(d)
+    batch = pair_batch(d)
     criterion = _criterion(d)
     _, _, log = criterion(model, {"bi": batch})
     layers = criterion.layers(LAYERS)
@@ -111,7 +105,7 @@ def test_labels_see_neither_dropout_nor_masks():
     training mode with dropout as in eval mode, and no gradient through them."""
     d = toy_dictionary()
     model = _model(d, dropout=0.3, attention_dropout=0.3)
-    batch = _batch(d, seed=1)
+    batch = pair_batch(d, seed=1)
     criterion = _criterion(d)
     model.train()
     _, _, log = criterion(model, {"bi": batch})
@@ -123,7 +117,7 @@ def test_every_term_and_the_label_statistics_are_logged():
     d = toy_dictionary()
     model = _model(d)
     loss, sample_size, log = _criterion(d)(
-        model, {"mono": _batch(d, seed=2), "bi": _batch(d, seed=3)}
+        model, {"mono": pair_batch(d, seed=2), "bi": pair_batch(d, seed=3)}
     )
     loss.backward()
     assert {"mono_mlm_loss", "bi_tlm_loss", "bi_dwa_loss", "dwa_labelled", "dwa_masked"} <= set(log)
@@ -138,12 +132,14 @@ def test_layers_out_of_range_are_refused(flag, value):
 
     d = toy_dictionary()
     with pytest.raises(VecoUserError, match="the model has layers 1..3"):
-        _criterion(d, **{flag: value})(_model(d), {"bi": _batch(d)})
+        _criterion(d, **{flag: value})(_model(d), {"bi": pair_batch(d)})
 
 
 def test_bf16_model_gives_a_finite_loss():
     d = toy_dictionary()
     model = _model(d).to(torch.bfloat16)
-    loss, _, log = _criterion(d)(model, {"mono": _batch(d, seed=4), "bi": _batch(d, seed=5)})
+    loss, _, log = _criterion(d)(
+        model, {"mono": pair_batch(d, seed=4), "bi": pair_batch(d, seed=5)}
+    )
     assert torch.isfinite(loss) and int(log["dwa_links"]) > 0
     loss.backward()

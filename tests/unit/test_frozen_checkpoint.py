@@ -7,7 +7,8 @@ import sys
 
 import torch
 from fairseq import checkpoint_utils
-from toy import stream_logits
+
+from tests.helpers.toy import stream_logits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FROZEN = os.path.join(HERE, "..", "fixtures", "checkpoints", "veco_tiny")

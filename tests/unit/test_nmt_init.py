@@ -13,8 +13,15 @@ import pytest
 import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary, LanguagePairDataset
-from toy import ToyTask, build, model_args, random_tokens, stream_logits, toy_dictionary
 
+from tests.helpers.toy import (
+    ToyTask,
+    build,
+    model_args,
+    random_tokens,
+    stream_logits,
+    toy_dictionary,
+)
 from veco_plugin.cli import init_nmt
 from veco_plugin.models.veco_transformer import VecoTransformerModel
 from veco_plugin.nmt_init import (

@@ -8,8 +8,8 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 from test_nmt_init import TOL, _dictionary_files, _save, _task, max_diff
-from toy import build, model_args
 
+from tests.helpers.toy import build, model_args
 from veco_plugin.cli import init_nmt, reduce_vocab
 from veco_plugin.cli.reduce_vocab import ReduceVocabError, count_tokens, select_rows
 from veco_plugin.nmt_init import NmtInitError, dictionary_digest

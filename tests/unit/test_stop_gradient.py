@@ -1,36 +1,11 @@
 """The CA-MLM stop-gradient (paper §2.2): cross terms treat H^L as a constant."""
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from fairseq.data import ListDataset
-from toy import ToyTask, build, toy_dictionary
 
+from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.criterions.ca_mlm import CaMlmCriterion
-from veco_plugin.data.masking import MaskingScheme
-from veco_plugin.data.pair_dataset import VecoPairDataset
 from veco_plugin.models.veco import swap_halves
-
-
-def pair_dataset(d, n_pairs=6, seed=0) -> VecoPairDataset:
-    """Random translation pairs of 4-12 tokens, masked at 30%."""
-    rng = np.random.default_rng(seed)
-    lines = [
-        torch.from_numpy(
-            np.append(rng.integers(d.nspecial, len(d) - 1, rng.integers(4, 12)), d.eos())
-        )
-        for _ in range(n_pairs)
-    ]
-    corpus = ListDataset(lines, np.array([len(t) for t in lines]))
-    scheme = MaskingScheme(0.3, d.index("<mask>"), d.pad(), d.nspecial, len(d))
-    return VecoPairDataset.parallel(
-        corpus, corpus, name="t", bos=d.bos(), max_len=32, scheme=scheme
-    )
-
-
-def _batch(d, n_pairs=6, seed=0):
-    ds = pair_dataset(d, n_pairs, seed)
-    return ds.collater([ds[i] for i in range(len(ds))])
 
 
 def _criterion(d, mlm, ca, stop=True):
@@ -44,7 +19,7 @@ def _grads(model):
 def test_cross_terms_equal_hand_detached_h():
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=7)
-    batch = _batch(d)
+    batch = pair_batch(d)
     loss, _, _ = _criterion(d, 0.0, 1.0)(model, {"bi": batch})
     loss.backward()
     ours = _grads(model)
@@ -84,7 +59,7 @@ def _grad_at_h(model, criterion, batch):
 def test_no_gradient_reaches_h_through_cross_terms():
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=8)
-    batch = _batch(d, seed=1)
+    batch = pair_batch(d, seed=1)
     mlm_only = _grad_at_h(model, _criterion(d, 1.0, 0.0), batch)
     both = _grad_at_h(model, _criterion(d, 1.0, 1.0), batch)
     torch.testing.assert_close(both, mlm_only, rtol=0, atol=0)

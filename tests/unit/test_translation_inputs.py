@@ -18,8 +18,8 @@ import pytest
 import torch
 from fairseq.data import Dictionary, data_utils, indexed_dataset
 from fairseq.sequence_generator import SequenceGenerator
-from toy import ToyTask, model_args, random_tokens
 
+from tests.helpers.toy import ToyTask, model_args, random_tokens
 from veco_plugin.models.veco_transformer import VecoTransformerModel
 from veco_plugin.tasks.translation_from_pretrained_veco import (
     TranslationFromPretrainedVecoConfig,

@@ -1,7 +1,8 @@
 """The veco model: shapes, plug-out == fairseq roberta, plug-in == eqs. (6)-(9)."""
 
 import torch
-from toy import build, random_tokens, stream_logits, toy_dictionary
+
+from tests.helpers.toy import build, random_tokens, stream_logits, toy_dictionary
 
 
 def test_shapes_and_layout():

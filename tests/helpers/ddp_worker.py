@@ -1,6 +1,6 @@
 """One rank of the data-parallel gradient check (run by test_data_parallel.py).
 
-Usage: ddp_worker.py BACKEND CRITERION RANK WORLD PORT OUT
+Usage: python -m tests.helpers.ddp_worker BACKEND CRITERION RANK WORLD PORT OUT
 
 Builds the same toy ``veco_tiny`` on every rank, wraps it as fairseq does for
 ``BACKEND``, runs the criterion on this rank's share of the pairs, backpropagates,
@@ -15,8 +15,8 @@ import torch.distributed as dist
 from fairseq.dataclass.configs import DistributedTrainingConfig
 from fairseq.distributed import ModuleProxyWrapper
 from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
-from toy import ToyTask, build, toy_dictionary
 
+from tests.helpers.toy import ToyTask, build, pair_dataset, toy_dictionary
 from veco_plugin.criterions.ca_mlm import CaMlmCriterion
 from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
 from veco_plugin.criterions.tlm import TlmCriterion
@@ -27,8 +27,6 @@ PAIRS_PER_RANK = 4
 def sample(d, first: int, count: int, bi_count=None):
     """``{"mono": batch, "bi": batch}`` of pairs ``first .. first+count-1`` (the first
     ``bi_count`` of them for "bi", none: no bilingual sub-batch)."""
-    from test_stop_gradient import pair_dataset
-
     out = {}
     for kind, seed, n in (("mono", 0, count), ("bi", 1, count if bi_count is None else bi_count)):
         ds = pair_dataset(d, n_pairs=2 * PAIRS_PER_RANK, seed=seed)

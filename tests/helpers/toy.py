@@ -2,9 +2,13 @@
 
 import argparse
 
+import numpy as np
 import torch
 from fairseq import models, options
-from fairseq.data import Dictionary
+from fairseq.data import Dictionary, ListDataset
+
+from veco_plugin.data.masking import MaskingScheme
+from veco_plugin.data.pair_dataset import VecoPairDataset
 
 
 def toy_dictionary(n_words: int = 50) -> Dictionary:
@@ -63,3 +67,25 @@ def stream_logits(model, tokens, **options):
         requests={"p": {"mode": "two_stream", "tokens": tokens, "masked": every, **options}}
     )
     return tuple(out["p"][k].view(*tokens.shape, -1) for k in ("h_logits", "s_logits"))
+
+
+def pair_dataset(d, n_pairs=6, seed=0) -> VecoPairDataset:
+    """Random translation pairs of 4-12 tokens, masked at 30%."""
+    rng = np.random.default_rng(seed)
+    lines = [
+        torch.from_numpy(
+            np.append(rng.integers(d.nspecial, len(d) - 1, rng.integers(4, 12)), d.eos())
+        )
+        for _ in range(n_pairs)
+    ]
+    corpus = ListDataset(lines, np.array([len(t) for t in lines]))
+    scheme = MaskingScheme(0.3, d.index("<mask>"), d.pad(), d.nspecial, len(d))
+    return VecoPairDataset.parallel(
+        corpus, corpus, name="t", bos=d.bos(), max_len=32, scheme=scheme
+    )
+
+
+def pair_batch(d, n_pairs=6, seed=0):
+    """A collated batch of ``pair_dataset``."""
+    ds = pair_dataset(d, n_pairs, seed)
+    return ds.collater([ds[i] for i in range(len(ds))])

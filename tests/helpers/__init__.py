@@ -1,0 +1,7 @@
+"""What the tests (and the benchmarks, where they overlap) share.
+
+- ``toy``: tiny dictionaries, models and batches for unit tests;
+- ``runner``: running the real console scripts (``fairseq-train --user-dir``...) in a temp dir;
+- ``wmt_fixture``: a WMT14-shaped raw directory built from the system's gettext catalogs;
+- ``ddp_worker``: one rank of the in-process data-parallel equivalence test (run as a script).
+"""
