@@ -43,6 +43,8 @@ setup(
             "veco-gettext-corpus = veco_plugin.cli.gettext_corpus:cli_main",
             "veco-align = veco_plugin.cli.align:cli_main",
             "veco-aer = veco_plugin.cli.aer:cli_main",
+            "veco-wmt14 = veco_plugin.cli.wmt14:cli_main",
+            "veco-spm = veco_plugin.cli.spm:cli_main",
         ]
     },
 )

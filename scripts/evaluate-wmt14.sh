@@ -56,7 +56,7 @@ usage: $(basename "$0") [flags] [-- fairseq-generate args]
   --task NAME                 fairseq task (translation for a stock model) [$TASK]
   --user-dir DIR              fairseq --user-dir              [$USER_DIR]
   --out-dir DIR               outputs       [<checkpoint-dir>/eval_<subset>]
-  --python PY                 Python with sacrebleu/sacremoses [$PYTHON]
+  --python PY                 Python with veco_plugin installed [$PYTHON]
   -h, --help                  this help
 EOF
 }
@@ -120,7 +120,7 @@ fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --path "$CHECKPOINT" \
   || die "fairseq-generate failed (log: $GEN_OUT)"
 
 # 3 + 4. Order, count check, decode, both BLEU scores.
-"$PYTHON" "$ROOT/scripts/wmt14.py" score --generate-output "$GEN_OUT" \
+"$PYTHON" -m veco_plugin.cli.wmt14 score --generate-output "$GEN_OUT" \
   --raw-src "$RAW_SRC" --raw-ref "$RAW_REF" --tgt "$TGT" --subword "$SUBWORD" \
   --spm-model "$SPM_MODEL" --hyp-out "$OUT_DIR/$GEN_SUBSET.hyp.$TGT" \
   --json "$OUT_DIR/scores.json" --checkpoint "$CHECKPOINT"

@@ -9,7 +9,8 @@
 # Gigaword 10^9 (giga-fren), valid is newstest2012 + newstest2013.
 #
 # Steps: fetch the statmt.org archives into --raw-dir unless they (or their extracted
-# files) are already there; read + check + clean + subword-encode (scripts/wmt14.py);
+# files) are already there; read + check + clean + subword-encode (veco-wmt14, i.e.
+# veco_plugin/corpora/wmt14.py);
 # fairseq-preprocess with the pre-trained model's dictionary (--joined-dictionary
 # --srcdict). The untokenized valid/test text stays next to the binarized data as
 # {valid,test}.raw.{en,de}: the references for sacreBLEU (scripts/evaluate-wmt14.sh).
@@ -56,7 +57,7 @@ usage: $(basename "$0") [flags]
   --ratio R          train: max length ratio of the sides    [$RATIO]
   --bad-utf8 MODE    error (report file and line) or drop    [$BAD_UTF8]
   --no-download      never download; fail if an archive is missing
-  --python PY        Python with sentencepiece/sacremoses    [$PYTHON]
+  --python PY        Python with veco_plugin installed       [$PYTHON]
   --user-dir DIR     fairseq --user-dir                      [$USER_DIR]
   -h, --help         this help
 EOF
@@ -111,11 +112,11 @@ else
 fi
 [[ -f "$DICT" ]] || die "dictionary $DICT not found (--dict)"
 command -v fairseq-preprocess >/dev/null || die "fairseq-preprocess not on PATH (activate the venv)"
-HELPER=$ROOT/scripts/wmt14.py
+WMT14=("$PYTHON" -m veco_plugin.cli.wmt14)  # veco-wmt14 with --python
 
 # 1. Download what is missing.
 mkdir -p "$RAW_DIR" "$TMP_DIR" "$DEST_DIR"
-"$PYTHON" "$HELPER" missing --pair "$PAIR" --raw-dir "$RAW_DIR" > "$TMP_DIR/missing.txt" \
+"${WMT14[@]}" missing --pair "$PAIR" --raw-dir "$RAW_DIR" > "$TMP_DIR/missing.txt" \
   || die "cannot inspect --raw-dir $RAW_DIR"
 while IFS=$'\t' read -r archive url; do
   [[ -n "$archive" ]] || continue
@@ -130,7 +131,7 @@ while IFS=$'\t' read -r archive url; do
 done < "$TMP_DIR/missing.txt"
 
 # 2. Extract, check, clean (train only), encode; raw valid/test into DEST_DIR.
-"$PYTHON" "$HELPER" prepare --pair "$PAIR" --raw-dir "$RAW_DIR" --work-dir "$TMP_DIR" \
+"${WMT14[@]}" prepare --pair "$PAIR" --raw-dir "$RAW_DIR" --work-dir "$TMP_DIR" \
   --dest-dir "$DEST_DIR" "${SUBWORD[@]}" --min-len "$MIN_LEN" --max-len "$MAX_LEN" \
   --ratio "$RATIO" --workers "$WORKERS" --bad-utf8 "$BAD_UTF8"
 

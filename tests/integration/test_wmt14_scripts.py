@@ -414,7 +414,7 @@ def test_score_orders_hypotheses_and_decodes_subwords(wmt, tmp_path):
             f.write(f"S-{i}\tsource\nH-{i}\t-0.5\t{pieces[i]}\nD-{i}\t-0.5\tx\n")
     proc = run(
         [
-            sys.executable, os.path.join(SCRIPTS, "wmt14.py"), "score",
+            os.path.join(VENV_BIN, "veco-wmt14"), "score",
             "--generate-output", str(gen),
             "--raw-ref", os.path.join(wmt["data"], "test.raw.de"),
             "--raw-src", os.path.join(wmt["data"], "test.raw.en"), "--tgt", "de",
@@ -429,26 +429,6 @@ def test_score_orders_hypotheses_and_decodes_subwords(wmt, tmp_path):
         p[1] for p in wmt["fx"].langs["de"].test
     ]
     assert "version:" in proc.stdout
-
-
-def test_compound_splitting_convention():
-    sys.path.insert(0, SCRIPTS)
-    try:
-        import wmt14
-    finally:
-        sys.path.remove(SCRIPTS)
-    assert wmt14.split_compounds("Pre-commit und Ende-zu-Ende") == (
-        "Pre ##AT##-##AT## commit und Ende ##AT##-##AT## zu ##AT##-##AT## Ende"
-    )
-    # matches do not overlap (as with perl's s{(\S)-(\S)}{...}g): b is used up
-    assert wmt14.split_compounds("a-b-c -x") == "a ##AT##-##AT## b-c -x"
-    assert wmt14.moses_tokenized(["Das ist gut-gemacht."], "de") == [
-        "Das ist gut ##AT##-##AT## gemacht ."
-    ]
-    # fastBPE hypotheses: joints removed, Moses-detokenized
-    assert wmt14.decode_subwords(["Das ist ein Te@@ st , oder ?"], None, "fastbpe", "de") == [
-        "Das ist ein Test, oder?"
-    ]
 
 
 # ----------------------------------------------------------------------------- finetune

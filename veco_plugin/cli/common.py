@@ -14,9 +14,10 @@ def run_cli(
     main: Callable,
     error: Type[Exception],
     argv: Optional[Sequence[str]] = None,
+    status: int = 1,
 ) -> None:
     """Parse ``argv``, run ``main(args)``; an ``error`` (or any ``VecoUserError``) exits
-    with ``prog: error: ...``."""
+    with ``prog: error: ...`` on stderr and exit status ``status``."""
     logging.basicConfig(
         format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
         level=os.environ.get("LOGLEVEL", "INFO").upper(),
@@ -27,7 +28,8 @@ def run_cli(
     try:
         main(args)
     except (error, VecoUserError) as exc:
-        sys.exit(f"{prog}: error: {exc}")
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        sys.exit(status)
 
 
 def checkpoint_model_cfg(state: Dict[str, Any]) -> Any:
