@@ -7,6 +7,7 @@ import torch
 from fairseq import models, options
 from fairseq.data import Dictionary, ListDataset
 
+from veco_plugin.data.dictionary import DictionaryTask
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
 
@@ -19,15 +20,11 @@ def toy_dictionary(n_words: int = 50) -> Dictionary:
     return d
 
 
-class ToyTask:
-    """The minimal task surface ``build_model`` needs (dictionary, max positions)."""
+class ToyTask(DictionaryTask):
+    """The package's ``DictionaryTask`` with the toy models' 64 positions."""
 
-    def __init__(self, dictionary, max_positions=64):
-        self.source_dictionary = self.target_dictionary = self.dictionary = dictionary
-        self._max = max_positions
-
-    def max_positions(self):
-        return self._max
+    def __init__(self, dictionary: Dictionary, max_positions: int = 64) -> None:
+        super().__init__(dictionary, max_positions)
 
 
 def model_args(arch: str, **overrides) -> argparse.Namespace:

@@ -2,17 +2,26 @@
 whole model's computation on kept tokens, are exactly the pre-trained ones."""
 
 import os
+import re
 
 import pytest
 import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
-from test_nmt_init import TOL, _dictionary_files, _save, _task, max_diff
 
+from tests.helpers.nmt import (
+    TOL,
+    dictionary_files,
+    max_diff,
+    run_init_nmt,
+    save_pretrained,
+    translation_task,
+)
 from tests.helpers.toy import build, model_args
-from veco_plugin.cli import init_nmt, reduce_vocab
+from veco_plugin.cli import reduce_vocab
 from veco_plugin.cli.reduce_vocab import ReduceVocabError, count_tokens, select_rows
-from veco_plugin.nmt_init import NmtInitError, dictionary_digest
+from veco_plugin.models.veco_transformer import dictionary_digest
+from veco_plugin.nmt_init import NmtInitError
 
 
 def test_select_rows_keeps_specials_data_types_and_mask_last():
@@ -29,9 +38,9 @@ def test_select_rows_keeps_specials_data_types_and_mask_last():
 @pytest.fixture
 def setup(tmp_path):
     """A pre-trained tiny veco with a 50-word dictionary, fine-tuning text using 9 words."""
-    d = _dictionary_files(tmp_path)
+    d = dictionary_files(tmp_path)
     veco = build("veco_tiny", d, seed=3).eval()
-    _save(veco, model_args("veco_tiny"), tmp_path / "veco.pt")
+    save_pretrained(veco, model_args("veco_tiny"), tmp_path / "veco.pt")
     (tmp_path / "train.en").write_text("w3 w7 w7 w12\nw40 w3 oov\n")
     (tmp_path / "train.de").write_text("w8 w9 w41 w49\nw12 w30\n")
     return veco, d, tmp_path
@@ -46,8 +55,7 @@ def _reduce(tmp_path, *extra):
 
 
 def _init(tmp_path, out, *extra):
-    argv = ["--pretrained", str(tmp_path / "veco.pt"), "--output", str(out), *extra]
-    return init_nmt.main(init_nmt.get_parser().parse_args(argv))
+    return run_init_nmt("--pretrained", tmp_path / "veco.pt", "--output", out, *extra)
 
 
 def test_reduce_vocab_writes_dictionary_and_row_map(setup):
@@ -78,7 +86,7 @@ def test_reduced_model_is_exact(setup):
     # the task (data binarized with the reduced dict.txt) loads it; ids line up
     data = tmp_path / "data"
     data.mkdir()
-    task = _task(data, str(tmp_path / "vocab" / "dict.txt"))
+    task = translation_task(data, str(tmp_path / "vocab" / "dict.txt"))
     assert task.src_dict.symbols == symbols
     models, _ = checkpoint_utils.load_model_ensemble([str(tmp_path / "small.pt")], task=task)
     small_model = models[0]
@@ -104,7 +112,7 @@ def test_reduced_model_is_exact(setup):
 def _full_model(tmp_path, d):
     data = tmp_path / "full_data"
     data.mkdir()
-    task = _task(data, str(tmp_path / "dict.txt"))
+    task = translation_task(data, str(tmp_path / "dict.txt"))
     return checkpoint_utils.load_model_ensemble([str(tmp_path / "full.pt")], task=task)[0][0].eval()
 
 
@@ -123,9 +131,13 @@ def test_vocab_map_must_match_the_pretrained_dictionary(setup):
     assert not os.path.exists(tmp_path / "x.pt")
 
 
-def test_cli_errors(setup, tmp_path):
-    with pytest.raises(SystemExit, match="^veco-reduce-vocab: error: --data .*missing.en: no such"):
+def test_cli_errors(setup, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
         reduce_vocab.cli_main(
             ["--dict", str(tmp_path / "dict.txt"), "--data", str(tmp_path / "missing.en"),
              "--output-dir", str(tmp_path / "v")]
         )  # fmt: skip
+    assert exited.value.code == 1
+    assert re.match(
+        "^veco-reduce-vocab: error: --data .*missing.en: no such", capsys.readouterr().err
+    )

@@ -4,6 +4,9 @@ Pre-training, fine-tuning and the console scripts all build it here, so token id
 and embedding rows line up across them. A file fairseq's ``Dictionary`` cannot read
 (a line that is not ``<token> <count>``, a token listed twice, bytes that are not
 UTF-8) is refused with its file and line number.
+
+:class:`DictionaryTask` is the task a model or criterion is built with outside
+fairseq-train (``veco-init-nmt``, the benchmarks, the unit tests).
 """
 
 import io
@@ -14,6 +17,19 @@ from fairseq.data import Dictionary
 from ..errors import VecoUserError
 
 MASK = "<mask>"
+
+
+class DictionaryTask:
+    """What ``build_model`` and criterion builders read from a task: one (joined)
+    dictionary as ``dictionary``/``source_dictionary``/``target_dictionary``, and
+    ``max_positions()``."""
+
+    def __init__(self, dictionary: Dictionary, max_positions: int = 512) -> None:
+        self.dictionary = self.source_dictionary = self.target_dictionary = dictionary
+        self._max_positions = max_positions
+
+    def max_positions(self) -> int:
+        return self._max_positions
 
 
 def _first_bad_line(path: str) -> Optional[str]:

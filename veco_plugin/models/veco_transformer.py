@@ -8,7 +8,7 @@ matrix shared by source, target and output projection (``--share-all-embeddings`
 
 Paper §3.2 (NLG fine-tuning): each encoder layer is a pre-trained layer (plug-out);
 each decoder layer is a pre-trained layer run plug-in, its cross-attention becoming
-the encoder-decoder attention. ``veco-init-nmt`` (``veco_plugin/nmt_init.py``) maps the
+the encoder-decoder attention. ``veco-init-nmt`` (``veco_plugin/nmt_init/``) maps the
 weights; this module only defines the network.
 
 ``--tie-decoder-to-encoder-layers 18,19,...`` keeps decoder layer j's self-attention,
@@ -30,8 +30,9 @@ assert on (width vs heads, dropout rates, unequal embedding widths with the shar
 embedding matrix) are refused before the model is built (``flag_checks``).
 """
 
+import hashlib
 import logging
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -43,13 +44,16 @@ from fairseq.utils import safe_getattr
 from torch import nn
 
 from ..errors import VecoUserError
-from ..nmt_init import TIED_LAYER_MODULES, count_layers, dictionary_digest
 from .flag_checks import check_model_flags
+from .layer_spec import count_layers, layer_list_problem, parse_layer_list
 from .veco import fill_encoder_sizes
 
 logger = logging.getLogger(__name__)
 
 DIGEST_KEY = "dictionary_digest"
+# Modules a decoder layer shares with its encoder layer when the layers are tied
+# (a layer's self-attention/FFN block; veco-init-nmt copies the same ones).
+TIED_LAYER_MODULES = ("self_attn", "self_attn_layer_norm", "fc1", "fc2", "final_layer_norm")
 FIX_DICTIONARY = (
     "binarize with the pre-trained dictionary (fairseq-preprocess --joined-dictionary "
     "--srcdict <pretrained dict.txt>), or reduce it with veco-reduce-vocab and "
@@ -57,12 +61,19 @@ FIX_DICTIONARY = (
 )
 
 
+def dictionary_digest(symbols: Sequence[str]) -> int:
+    """A 63-bit fingerprint of a dictionary's symbols in order (ids <-> rows): the
+    ``dictionary_digest`` buffer."""
+    digest = hashlib.sha256("\n".join(symbols).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
 def parse_tied_layers(text: Optional[str]) -> List[int]:
     """``"18,19,20"`` -> ``[18, 19, 20]``; empty/None -> ``[]`` (untied)."""
     if not text:
         return []
     try:
-        return [int(t) for t in str(text).split(",") if t.strip()]
+        return parse_layer_list(str(text))
     except ValueError:
         raise VecoUserError(
             f"--tie-decoder-to-encoder-layers {text!r}: expected comma-separated layer "
@@ -174,16 +185,10 @@ def tie_decoder_to_encoder(model: TransformerModel, encoder_layers: List[int]) -
             f"--tie-decoder-to-encoder-layers lists {len(encoder_layers)} layers but "
             f"--decoder-layers is {len(decoder.layers)}"
         )
-    if len(set(encoder_layers)) != len(encoder_layers):
-        raise VecoUserError(
-            f"--tie-decoder-to-encoder-layers {encoder_layers}: a layer appears twice"
-        )
+    problem = layer_list_problem(encoder_layers, len(encoder.layers), "the encoder")
+    if problem:
+        raise VecoUserError(f"--tie-decoder-to-encoder-layers {encoder_layers}: {problem}")
     for j, i in enumerate(encoder_layers):
-        if not 0 <= i < len(encoder.layers):
-            raise VecoUserError(
-                f"--tie-decoder-to-encoder-layers: layer {i} out of range "
-                f"(the encoder has {len(encoder.layers)} layers, 0-{len(encoder.layers) - 1})"
-            )
         for name in TIED_LAYER_MODULES:
             setattr(decoder.layers[j], name, getattr(encoder.layers[i], name))
     if encoder.embed_positions is not None:

@@ -36,23 +36,24 @@ without a source (missing) and on a source weight the map does not know
 attentions when the input is a plain XLM-R/RoBERTa checkpoint (it has no
 cross-attention: the paper's XLM-R baseline row of Table 3).
 
-Functions here do no I/O and do not mutate their inputs; ``veco_plugin.cli.init_nmt``
-loads, builds and saves.
+Functions here do no I/O and do not mutate their inputs; :mod:`.writer` loads, builds
+and saves.
 """
 
-import hashlib
-import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Container, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 from torch import Tensor
 
+from ..models.layer_spec import count_layers, layer_list_problem, parse_layer_list
+from ..models.veco_transformer import DIGEST_KEY, TIED_LAYER_MODULES
+
 SOURCE = "encoder.sentence_encoder"
-LAYER_MODULES = ("self_attn", "self_attn_layer_norm", "fc1", "fc2", "final_layer_norm")
-# Modules a decoder layer shares with its encoder layer when the layers are tied.
-TIED_LAYER_MODULES = LAYER_MODULES
+# A pre-trained layer's self-attention/FFN block: copied into encoder and decoder layers
+# (and shared between them with --tie-layers: the model's tied modules).
+LAYER_MODULES = TIED_LAYER_MODULES
 # decoder layer module <- pre-trained layer module (plug-in block)
 CROSS_MODULES = (
     ("encoder_attn", "cross_attn"),
@@ -72,9 +73,7 @@ PARAMETER_MAP = {"decoder.output_projection.bias": "encoder.lm_head.bias"}
 DROPPED_SOURCE_PREFIXES = ("encoder.lm_head.", "classification_heads.", "pointer.")
 # Buffers that are not weights: the source's are ignored, the target's kept fresh.
 SOURCE_BUFFERS = (f"{SOURCE}.version",)
-TARGET_BUFFERS = ("encoder.version", "decoder.version", "dictionary_digest")
-
-_LAYER = re.compile(r"\.layers\.(\d+)\.")
+TARGET_BUFFERS = ("encoder.version", "decoder.version", DIGEST_KEY)
 
 
 class NmtInitError(ValueError):
@@ -117,34 +116,17 @@ def parse_decoder_layers(spec: str, num_layers: int) -> List[int]:
             )
         return list(range(n)) if which == "first" else list(range(num_layers - n, num_layers))
     try:
-        layers = [int(t) for t in text.split(",") if t.strip()]
+        layers = parse_layer_list(text)
     except ValueError:
         raise NmtInitError(
             f"--decoder-layers {spec!r}: expected all, first:N, last:N or a list like 18,19,20"
         ) from None
     if not layers:
         raise NmtInitError(f"--decoder-layers {spec!r}: no layers given")
-    bad = [i for i in layers if not 0 <= i < num_layers]
-    if bad:
-        raise NmtInitError(
-            f"--decoder-layers {spec!r}: layer {bad[0]} out of range (the pre-trained "
-            f"model has {num_layers} layers, 0-{num_layers - 1})"
-        )
-    if len(set(layers)) != len(layers):
-        raise NmtInitError(f"--decoder-layers {spec!r}: a layer appears twice")
+    problem = layer_list_problem(layers, num_layers, "the pre-trained model")
+    if problem:
+        raise NmtInitError(f"--decoder-layers {spec!r}: {problem}")
     return layers
-
-
-def dictionary_digest(symbols: Sequence[str]) -> int:
-    """A 63-bit fingerprint of a dictionary's symbols in order (ids <-> rows)."""
-    digest = hashlib.sha256("\n".join(symbols).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
-def count_layers(keys, prefix: str) -> int:
-    """Number of ``{prefix}.layers.N.`` blocks among ``keys``."""
-    found = {int(m.group(1)) for k in keys if k.startswith(prefix) for m in [_LAYER.search(k)] if m}
-    return max(found) + 1 if found else 0
 
 
 def source_kind(pretrained: Mapping[str, Tensor]) -> str:
@@ -172,7 +154,7 @@ def nmt_module_map(
     return m
 
 
-def _split(key: str, modules: Mapping[str, str]) -> Tuple[Optional[str], str]:
+def _split(key: str, modules: Container[str]) -> Tuple[Optional[str], str]:
     """``decoder.layers.0.self_attn.k_proj.weight`` -> (``decoder.layers.0.self_attn``,
     ``k_proj.weight``) for the longest module prefix in ``modules``."""
     parts = key.split(".")
@@ -219,9 +201,9 @@ def init_nmt_state(
             f"{len(decoder_source_layers)} decoder source layers for a "
             f"{dec_layers}-layer decoder"
         )
-    bad = [i for i in decoder_source_layers if not 0 <= i < src_layers]
-    if bad:
-        raise NmtInitError(f"decoder source layer {bad[0]} out of range (0-{src_layers - 1})")
+    problem = layer_list_problem(decoder_source_layers, src_layers, "the checkpoint", unique=False)
+    if problem:
+        raise NmtInitError(f"decoder source layers: {problem}")
     kind = source_kind(pretrained)
     modules = nmt_module_map(enc_layers, decoder_source_layers)
     cross_targets = {t for t, _ in CROSS_MODULES}
@@ -235,7 +217,9 @@ def init_nmt_state(
             )
 
     state: Dict[str, Tensor] = OrderedDict()
-    used, missing, random = set(), [], set()
+    used: Set[str] = set()
+    missing: List[str] = []
+    random: Set[str] = set()
     for key, value in fresh.items():
         if key in TARGET_BUFFERS:
             state[key] = value.clone()
@@ -271,7 +255,8 @@ def init_nmt_state(
 
     known = dict.fromkeys(nmt_module_map(src_layers, range(src_layers)).values())
     known.update((p.rstrip("."), None) for p in DROPPED_SOURCE_PREFIXES)
-    unexpected, dropped = [], set()
+    unexpected: List[str] = []
+    dropped: Set[str] = set()
     for key in pretrained:
         if key in SOURCE_BUFFERS or key in used:
             continue
