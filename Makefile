@@ -19,7 +19,7 @@ test-slow: setup
 	$(PY) -m pytest -q -m slow tests
 
 quickstart: setup
-	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/quickstart.sh --run-dir $(RUN)
+	PATH=$(abspath $(VENV))/bin:$$PATH python -m veco_plugin.quickstart --run-dir $(RUN)
 
 bench: setup
 	$(PY) benchmarks/run.py --json $(RUN)/benchmarks.json

@@ -1,0 +1,396 @@
+"""The quickstart's flags, the ``--smoke`` preset and their checks: argv -> :class:`Config`.
+
+The one conversion boundary: flags are parsed as text, checked in a fixed order (the first
+problem ends the run with ``quickstart: error: ...``, exit status 1), then become a typed
+:class:`Config` that every stage reads. Pre-training runs that can be switched off get
+``--<run>`` / ``--no-<run>`` from the table of objectives (``--xlm/--no-xlm``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+
+PROG = "quickstart"
+# The repository this package lives in: scripts/ and the default --user-dir.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(PACKAGE_DIR)
+
+# What --smoke sets (later flags win): tiny everything, for tests.
+SMOKE_PRESET: Dict[str, str] = dict(
+    valid_size="40",
+    test_size="40",
+    max_train_pairs="2000",
+    vocab_size="1000",
+    pretrain_updates="20",
+    pretrain_max_tokens="3072",
+    pretrain_warmup="10",
+    finetune_updates="20",
+    max_tokens="1024",
+    finetune_warmup="10",
+    eval_interval="10",
+    average_last="2",
+    examples="2",
+    log_interval="10",
+    dwa_updates="5",
+    align_pairs="10",
+)
+
+# Flags that must be non-negative integers, checked in this order.
+INTEGER_FLAGS: Tuple[str, ...] = (
+    "--valid-size",
+    "--test-size",
+    "--max-train-pairs",
+    "--vocab-size",
+    "--max-positions",
+    "--pretrain-updates",
+    "--pretrain-max-tokens",
+    "--pretrain-warmup",
+    "--finetune-updates",
+    "--max-tokens",
+    "--finetune-warmup",
+    "--eval-interval",
+    "--average-last",
+    "--beam",
+    "--gen-max-tokens",
+    "--examples",
+    "--dwa-updates",
+    "--align-pairs",
+    "--threads",
+    "--workers",
+    "--seed",
+    "--log-interval",
+)
+
+TOOLS = (
+    "fairseq-train",
+    "fairseq-preprocess",
+    "fairseq-generate",
+    "veco-gettext-corpus",
+    "veco-init-nmt",
+    "veco-average-checkpoints",
+    "veco-align",
+)
+
+
+class QuickstartError(Exception):
+    """A bad flag or an unusable run directory: ``quickstart: error: MESSAGE``, exit 1."""
+
+
+@dataclass
+class Config:
+    """Every setting of a quickstart run, typed and checked (paths absolute where the
+    stages need them so)."""
+
+    run_dir: str
+    user_dir: str
+    python: str
+    text: str
+    locale_dir: str
+    src: str
+    tgt: str
+    valid_size: int
+    test_size: int
+    max_train_pairs: int
+    vocab_size: int
+    arch: str
+    decoder_layers: str
+    max_positions: int
+    pretrain_updates: int
+    pretrain_max_tokens: int
+    pretrain_lr: str
+    pretrain_warmup: int
+    finetune_updates: int
+    max_tokens: int
+    finetune_lr: str
+    finetune_warmup: int
+    eval_interval: int
+    average_last: int
+    beam: int
+    gen_max_tokens: int
+    examples: int
+    dwa_updates: int
+    align_pairs: int
+    device: str
+    fp16: bool
+    jobs: int
+    threads: int
+    workers: int
+    seed: int
+    log_interval: int
+    force: bool
+    data_only: bool
+    num_decoder_layers: int
+    """decoder depth that ``--decoder-layers`` gives (fine-tuning's ``--decoder-layers``)."""
+    switches: Dict[str, bool] = field(default_factory=dict)
+    """``--<run>/--no-<run>`` of the switchable pre-training runs: run -> on."""
+
+    def updates(self, setting: str) -> int:
+        """The value of an update-count setting named by the objectives table."""
+        return int(getattr(self, setting))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, exit 1
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _switchable() -> List[Tuple[str, str]]:
+    """(run, help) of the table's rows that the quickstart can skip with ``--no-<run>``."""
+    from veco_plugin.objectives import OBJECTIVES
+
+    out = []
+    for row in OBJECTIVES:
+        if row.quickstart_switch:
+            short = row.label.split(" (")[0]
+            out.append(
+                (row.run, f"also pre-train with {row.criterion} and fine-tune from it "
+                 f"(the {short} row) [on]")
+            )  # fmt: skip
+    return out
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        usage="python -m veco_plugin.quickstart [flags]  (or: bash scripts/quickstart.sh)",
+        description="The paper's NMT initialization comparison (Table 3 and its learning "
+        "curve) at toy scale, end to end on local data.",
+        add_help=False,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("paths")
+    g.add_argument(
+        "--run-dir", default="runs/quickstart", help="everything goes here [%(default)s]"
+    )
+    g.add_argument("--user-dir", default=PACKAGE_DIR, help="fairseq --user-dir [%(default)s]")
+    g.add_argument(
+        "--python",
+        default="python",
+        help="Python with sentencepiece/sacrebleu/matplotlib [%(default)s]",
+    )
+    g = p.add_argument_group("corpus")
+    g.add_argument(
+        "--text",
+        default="",
+        metavar="DIR",
+        help="use DIR/{train,valid,test}.{src,tgt} (+ mono.*) instead of gettext",
+    )
+    g.add_argument(
+        "--locale-dir", default="/usr/share/locale", help="gettext catalogs [%(default)s]"
+    )
+    g.add_argument("--src", default="en", help="source language [%(default)s]")
+    g.add_argument("--tgt", default="de", help="target language [%(default)s]")
+    g.add_argument(
+        "--valid-size", default="500", help="held-out valid pairs (gettext) [%(default)s]"
+    )
+    g.add_argument(
+        "--test-size", default="1000", help="held-out test pairs (gettext) [%(default)s]"
+    )
+    g.add_argument(
+        "--max-train-pairs",
+        default="0",
+        help="keep the first N train pairs and mono lines, 0 = all [%(default)s]",
+    )
+    g.add_argument("--vocab-size", default="4000", help="joint sentencepiece pieces [%(default)s]")
+    g = p.add_argument_group("model")
+    g.add_argument(
+        "--arch",
+        default="tiny",
+        help="tiny|small|base|large: veco_SIZE, veco_transformer_SIZE [%(default)s]",
+    )
+    g.add_argument(
+        "--decoder-layers",
+        default="all",
+        help="veco-init-nmt --decoder-layers (all, last:N, first:N, list) [%(default)s]",
+    )
+    g.add_argument(
+        "--max-positions",
+        default="256",
+        help="pre-training (mono; bi gets N/2 a side) and NMT positions [%(default)s]",
+    )
+    g = p.add_argument_group("pre-training")
+    g.add_argument(
+        "--pretrain-updates", default="1000", help="updates of each pre-training [%(default)s]"
+    )
+    g.add_argument(
+        "--pretrain-max-tokens",
+        default="6144",
+        help="tokens per update (mono + bi sub-batch, TLM included) [%(default)s]",
+    )
+    g.add_argument("--pretrain-lr", default="2e-3", help="[%(default)s]")
+    g.add_argument("--pretrain-warmup", default="200", help="[%(default)s]")
+    for run, help_text in _switchable():
+        g.add_argument(f"--{run}", dest=f"switch_{run}", action="store_true", default=True,
+                       help=help_text)  # fmt: skip
+        g.add_argument(f"--no-{run}", dest=f"switch_{run}", action="store_false",
+                       help=f"skip the --{run} row")  # fmt: skip
+    g = p.add_argument_group("fine-tuning (identical for every initialization)")
+    g.add_argument("--finetune-updates", default="600", help="updates [%(default)s]")
+    g.add_argument("--max-tokens", default="4096", help="tokens per batch [%(default)s]")
+    g.add_argument("--finetune-lr", default="2e-3", help="[%(default)s]")
+    g.add_argument("--finetune-warmup", default="200", help="[%(default)s]")
+    g.add_argument(
+        "--eval-interval",
+        default="100",
+        help="checkpoint + valid loss + greedy valid BLEU every K updates [%(default)s]",
+    )
+    g = p.add_argument_group("evaluation")
+    g.add_argument(
+        "--average-last", default="3", help="average the last N checkpoints [%(default)s]"
+    )
+    g.add_argument("--beam", default="5", help="beam size on the test set [%(default)s]")
+    g.add_argument(
+        "--gen-max-tokens", default="8000", help="fairseq-generate --max-tokens [%(default)s]"
+    )
+    g.add_argument(
+        "--examples", default="5", help="translated test examples in the report [%(default)s]"
+    )
+    g = p.add_argument_group("word alignment (XLM-Align)")
+    g.add_argument(
+        "--dwa-updates",
+        default="300",
+        help="dwa updates from the ca_mlm checkpoint; 0: no alignment stages [%(default)s]",
+    )
+    g.add_argument(
+        "--align-pairs",
+        default="200",
+        help="test pairs veco-align aligns before and after dwa [%(default)s]",
+    )
+    g = p.add_argument_group("machine")
+    g.add_argument("--cpu", dest="device", action="store_const", const="cpu", default="cpu",
+                   help="device [cpu]")  # fmt: skip
+    g.add_argument("--gpu", dest="device", action="store_const", const="gpu", help="device")
+    g.add_argument("--fp16", action="store_true", help="mixed precision (GPU)")
+    g.add_argument(
+        "--jobs", default=None, help="stages run side by side [2 on CPU with >= 2 cores, else 1]"
+    )
+    g.add_argument("--threads", default="1", help="OMP/MKL threads per job [%(default)s]")
+    g.add_argument("--workers", default="2", help="fairseq-preprocess workers [%(default)s]")
+    g.add_argument("--seed", default="1", help="seed of every stage [%(default)s]")
+    g.add_argument(
+        "--log-interval", default="50", help="fairseq-train --log-interval [%(default)s]"
+    )
+    g = p.add_argument_group("other")
+    g.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny everything, for tests: 2000 train pairs, 40 valid/test, vocab 1000, 20 "
+        "pre-training and 20 fine-tuning updates (later flags win)",
+    )
+    g.add_argument("--force", action="store_true", help="delete RUN and run every stage again")
+    g.add_argument(
+        "--data-only",
+        action="store_true",
+        help="stop after the corpus and data stages (RUN/data, RUN/nmt-bin; what "
+        "benchmarks/init_sweep.py builds on)",
+    )
+    g.add_argument("-h", "--help", action="help", help="this help")
+    return p
+
+
+def _cores() -> int:
+    """CPU cores this process may use (``nproc`` without OMP_NUM_THREADS)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The flags as text (``--smoke`` first sets :data:`SMOKE_PRESET`; explicit flags win);
+    an unknown flag prints the usage and ends the run."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = get_parser()
+    if "--smoke" in argv:
+        parser.set_defaults(**SMOKE_PRESET)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.print_usage(sys.stderr)
+        parser.exit(1, f"{PROG}: error: unknown flag {unknown[0]}\n")
+    return args
+
+
+def _decoder_depth(spec: str, arch: str) -> int:
+    from veco_plugin.models.veco import ARCH_SIZES
+    from veco_plugin.nmt_init import parse_decoder_layers
+
+    try:
+        return len(parse_decoder_layers(spec, ARCH_SIZES[arch][0]))
+    except ValueError as exc:  # NmtInitError: one line naming --decoder-layers
+        raise QuickstartError(str(exc)) from None
+
+
+def check(args: argparse.Namespace, which=shutil.which) -> Config:
+    """The checks of every flag, in order; the first problem is a :class:`QuickstartError`.
+    ``which`` finds the tools on PATH (a parameter for tests)."""
+    from veco_plugin.models.veco import ARCH_SIZES
+
+    ints: Dict[str, int] = {}
+    for flag in INTEGER_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if not re.fullmatch(r"[0-9]+", value):
+            raise QuickstartError(f"{flag} must be a non-negative integer, got '{value}'")
+        ints[flag[2:].replace("-", "_")] = int(value)
+    if args.arch not in ARCH_SIZES:
+        raise QuickstartError(
+            f"--arch {args.arch}: choose {', '.join(list(ARCH_SIZES)[:-1])} or "
+            f"{list(ARCH_SIZES)[-1]} (veco-init-nmt maps only these sizes)"
+        )
+    depth = _decoder_depth(args.decoder_layers, args.arch)
+    pt, ft, every = ints["pretrain_updates"], ints["finetune_updates"], ints["eval_interval"]
+    if not (pt > 0 and ft > 0 and every > 0):
+        raise QuickstartError(
+            "--pretrain-updates, --finetune-updates and --eval-interval must be > 0"
+        )
+    if ft % every:
+        raise QuickstartError(
+            f"--finetune-updates ({ft}) must be a multiple of --eval-interval ({every})"
+        )
+    if not 1 <= ints["average_last"] <= ft // every:
+        raise QuickstartError(f"--average-last must be in 1..{ft // every} (checkpoints saved)")
+    if not (ints["max_positions"] >= 16 and ints["max_positions"] % 2 == 0):
+        raise QuickstartError("--max-positions must be even and >= 16")
+    if args.src == args.tgt:
+        raise QuickstartError("--src and --tgt must differ")
+    if not os.path.isdir(args.user_dir):
+        raise QuickstartError(f"--user-dir {args.user_dir} not found")
+    jobs = args.jobs
+    if jobs is None:
+        jobs = "2" if args.device == "cpu" and _cores() >= 2 else "1"
+    if not re.fullmatch(r"[1-9][0-9]*", jobs):
+        raise QuickstartError(f"--jobs must be a positive integer, got '{jobs}'")
+    for tool in TOOLS:
+        if not which(tool):
+            raise QuickstartError(f"{tool} not on PATH (activate the venv or: make setup)")
+    if not which(args.python):
+        raise QuickstartError(f"--python {args.python} not found")
+    switches = {k[len("switch_") :]: v for k, v in vars(args).items() if k.startswith("switch_")}
+    return Config(
+        run_dir=args.run_dir,
+        user_dir=args.user_dir,
+        python=args.python,
+        text=args.text,
+        locale_dir=args.locale_dir,
+        src=args.src,
+        tgt=args.tgt,
+        arch=args.arch,
+        decoder_layers=args.decoder_layers,
+        pretrain_lr=args.pretrain_lr,
+        finetune_lr=args.finetune_lr,
+        device=args.device,
+        fp16=args.fp16,
+        jobs=int(jobs),
+        force=args.force,
+        data_only=args.data_only,
+        num_decoder_layers=depth,
+        switches=switches,
+        **ints,
+    )
