@@ -17,9 +17,7 @@ from fairseq.distributed import ModuleProxyWrapper
 from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
 
 from tests.helpers.toy import ToyTask, build, pair_dataset, toy_dictionary
-from veco_plugin.criterions.ca_mlm import CaMlmCriterion
-from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
-from veco_plugin.criterions.tlm import TlmCriterion
+from veco_plugin.objectives import build_criterion
 
 PAIRS_PER_RANK = 4
 
@@ -59,13 +57,13 @@ def main(backend, criterion_name, rank, world, port, out):
     task = ToyTask(d)
     bi_count = None  # every rank has both sub-batches
     if criterion_name == "ca_mlm":
-        criterion, find_unused = CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False), False
+        criterion, find_unused = build_criterion("ca_mlm", task), False
     elif criterion_name == "tlm":  # tlm never uses the cross-attention
-        criterion, find_unused = TlmCriterion(task, False), True
+        criterion, find_unused = build_criterion("tlm", task), True
     else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
         model.build_pointer_network()
-        cfg = DwaConfig(ddp_backend=backend, find_unused_parameters=True, distributed_world_size=1)
-        criterion, find_unused = DwaCriterion(cfg, task), True
+        settings = {"ddp_backend": backend, "find_unused_parameters": True}
+        criterion, find_unused = build_criterion("dwa", task, **settings), True
         bi_count = (world - 1) * PAIRS_PER_RANK if rank < 0 else (0 if rank == world - 1 else None)
     if rank < 0:
         batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK, bi_count), model

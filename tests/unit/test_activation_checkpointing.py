@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
-from veco_plugin.criterions.ca_mlm import CaMlmCriterion
+from veco_plugin.objectives import build_criterion
 
 
 def _loss_and_grads(d, batch, **flags):
     model = build("veco_tiny", d, seed=5, dropout=0.1, attention_dropout=0.1, **flags)
-    criterion = CaMlmCriterion(ToyTask(d), 1.0, 1.0, 1.0, False, False)
+    criterion = build_criterion("ca_mlm", ToyTask(d))
     torch.manual_seed(0)  # the same dropout draws
     loss, _, _ = criterion(model, {"mono": batch, "bi": batch})
     loss.backward()

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.alignment import self_label
-from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
+from veco_plugin.objectives import build_criterion
 
 LAYERS = 3
 
@@ -20,10 +20,7 @@ def _model(d, **overrides):
 
 
 def _criterion(d, **cfg):
-    cfg = DwaConfig(
-        ddp_backend="legacy_ddp", find_unused_parameters=False, distributed_world_size=1, **cfg
-    )
-    return DwaCriterion(cfg, ToyTask(d))
+    return build_criterion("dwa", ToyTask(d), **cfg)
 
 
 def test_pointer_network_is_eqs_11_to_13():

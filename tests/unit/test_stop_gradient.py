@@ -4,12 +4,19 @@ import torch
 import torch.nn.functional as F
 
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
-from veco_plugin.criterions.ca_mlm import CaMlmCriterion
 from veco_plugin.models.veco import swap_halves
+from veco_plugin.objectives import build_criterion
 
 
 def _criterion(d, mlm, ca, stop=True):
-    return CaMlmCriterion(ToyTask(d), mlm, ca, 0.0, not stop, False)
+    return build_criterion(
+        "ca_mlm",
+        ToyTask(d),
+        mlm_weight=mlm,
+        ca_weight=ca,
+        tlm_weight=0.0,
+        no_stop_gradient=not stop,
+    )
 
 
 def _grads(model):

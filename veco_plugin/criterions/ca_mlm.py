@@ -4,9 +4,9 @@ from dataclasses import dataclass, field
 
 import torch
 from fairseq.criterions import register_criterion
-from fairseq.dataclass import FairseqDataclass
 
 from .masked_terms import (
+    MaskedTermsConfig,
     MaskedTermsCriterion,
     summed,
     targets_at,
@@ -17,7 +17,9 @@ from .masked_terms import (
 
 
 @dataclass
-class CaMlmConfig(FairseqDataclass):
+class CaMlmConfig(MaskedTermsConfig):
+    """VECO = TLM + CA-MLM: ``tlm_weight`` (inherited) weighs the TLM term."""
+
     mlm_weight: float = field(
         default=1.0,
         metadata={
@@ -30,18 +32,11 @@ class CaMlmConfig(FairseqDataclass):
             "help": "weight of -log P(x|ŷ,x̂) and -log P(y|x̂,ŷ) (S stream, eqs. 12-13); 0 disables"
         },
     )
-    tlm_weight: float = field(
-        default=1.0,
-        metadata={"help": "weight of TLM on bilingual batches (VECO = TLM + CA-MLM); 0 disables"},
-    )
     no_stop_gradient: bool = field(
         default=False,
         metadata={
             "help": "let the cross terms back-propagate into H^L (ablation; paper detaches it)"
         },
-    )
-    tlm_reset_positions: bool = field(
-        default=False, metadata={"help": "restart positions at the second sentence in TLM (XLM)"}
     )
 
 
@@ -50,31 +45,29 @@ class CaMlmCriterion(MaskedTermsCriterion):
     """Terms per sub-batch ``k`` (``mono``/``bi``): ``k_x_mlm``, ``k_y_mlm``
     (H stream), ``k_x_ca``, ``k_y_ca`` (S stream) and ``bi_tlm``."""
 
-    def __init__(
-        self, task, mlm_weight, ca_weight, tlm_weight, no_stop_gradient, tlm_reset_positions
-    ):
-        super().__init__(task)
-        self.weights = {"mlm": mlm_weight, "ca": ca_weight, "tlm": tlm_weight}
-        self.stop_gradient = not no_stop_gradient
-        self.tlm_reset_positions = tlm_reset_positions
-
-    def weight(self, term):
-        return self.weights[term.rsplit("_", 1)[-1]]
+    @staticmethod
+    def term_weights(cfg):
+        weights = {"bi_tlm": cfg.tlm_weight}
+        for kind in ("mono", "bi"):
+            for side in ("x", "y"):
+                weights[f"{kind}_{side}_mlm"] = cfg.mlm_weight
+                weights[f"{kind}_{side}_ca"] = cfg.ca_weight
+        return weights
 
     def requests(self, kind, batch):
-        out = {}
-        if self.weights["mlm"] or self.weights["ca"]:
+        cfg, out = self.cfg, {}
+        if cfg.mlm_weight or cfg.ca_weight:
             # pair_tokens/pair_target (2B, T): rows :B are x, rows B: the paired y
             out[f"{kind}_streams"] = {
                 "mode": "two_stream",
                 "tokens": batch["pair_tokens"],
                 "masked": batch["pair_target"].ne(self.padding_idx),
-                "stop_gradient": self.stop_gradient,
-                "need_h": self.weights["mlm"] != 0,
-                "need_s": self.weights["ca"] != 0,
+                "stop_gradient": not cfg.no_stop_gradient,
+                "need_h": cfg.mlm_weight != 0,
+                "need_s": cfg.ca_weight != 0,
             }
-        if kind == "bi" and self.weights["tlm"]:
-            out["bi_tlm"] = tlm_request(batch, self.padding_idx, self.tlm_reset_positions)
+        if kind == "bi" and cfg.tlm_weight:
+            out["bi_tlm"] = tlm_request(batch, self.padding_idx, cfg.tlm_reset_positions)
         return out
 
     def add_terms(self, kind, batch, outputs, terms):

@@ -21,14 +21,21 @@ from typing import Any, Dict, List, Optional
 import torch
 from fairseq import metrics
 from fairseq.criterions import register_criterion
-from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 from torch import Tensor
 
 from ..alignment import self_label
 from ..errors import VecoUserError
 from ..modules.pointer_network import split_pair
-from .masked_terms import MaskedTermsCriterion, masked_cross_entropy, targets_at, tlm_term
+from .masked_terms import (
+    MaskedTermsConfig,
+    MaskedTermsCriterion,
+    logged_total,
+    mlm_request,
+    mlm_term,
+    tlm_request,
+    tlm_term,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +44,7 @@ LABEL_DEPTH = 10 / 12
 
 
 @dataclass
-class DwaConfig(FairseqDataclass):
-    mlm_weight: float = field(default=1.0, metadata={"help": "weight of MLM (monolingual)"})
-    tlm_weight: float = field(default=1.0, metadata={"help": "weight of TLM (bilingual)"})
+class DwaConfig(MaskedTermsConfig):
     dwa_weight: float = field(
         default=1.0, metadata={"help": "weight of denoising word alignment (eq. 15)"}
     )
@@ -64,10 +69,6 @@ class DwaConfig(FairseqDataclass):
         default=2, metadata={"help": "iterative alignment filtering rounds, eqs. 8-9 (Table 11)"}
     )
     filter_alpha: float = field(default=0.9, metadata={"help": "discount α of eq. 9 (Table 11)"})
-    tlm_reset_positions: bool = field(
-        default=False,
-        metadata={"help": "restart positions at the second sentence (XLM); default continuous"},
-    )
     ddp_backend: str = II("distributed_training.ddp_backend")
     find_unused_parameters: bool = II("distributed_training.find_unused_parameters")
     distributed_world_size: int = II("distributed_training.distributed_world_size")
@@ -79,13 +80,11 @@ class DwaCriterion(MaskedTermsCriterion):
     ``dwa_label_share`` (% of the bilingual masked tokens that received a label) and
     ``dwa_links_per_pair`` (self-labelled links per translation pair)."""
 
-    uses_pointer_network = True  # the task builds it into the model
+    uses_pointer_network = True
     needs_warm_start = True  # the paper: DWA fails from random weights
 
     def __init__(self, cfg: DwaConfig, task):
-        super().__init__(task)
-        self.cfg = cfg
-        self.weights = {"mlm": cfg.mlm_weight, "tlm": cfg.tlm_weight, "dwa": cfg.dwa_weight}
+        super().__init__(cfg, task)
         self._layers: Optional[Dict[str, int]] = None  # resolved at the first step
         if (
             cfg.distributed_world_size > 1
@@ -107,8 +106,9 @@ class DwaCriterion(MaskedTermsCriterion):
                 raise VecoUserError(f"{flag} {value}: the model has layers 1..{model_layers}")
         return {"label": label, "dwa": dwa}
 
-    def weight(self, term):
-        return self.weights[term.rsplit("_", 1)[-1]]
+    @staticmethod
+    def term_weights(cfg):
+        return {"mono_mlm": cfg.mlm_weight, "bi_tlm": cfg.tlm_weight, "bi_dwa": cfg.dwa_weight}
 
     def forward(self, model, sample, reduce=True):
         if self._layers is None:
@@ -117,25 +117,15 @@ class DwaCriterion(MaskedTermsCriterion):
 
     def requests(self, kind, batch):
         if kind != "bi":
-            masked = batch["pair_target"].ne(self.padding_idx)
-            request = {"mode": "plug_out", "tokens": batch["pair_tokens"], "masked": masked}
-            return {f"{kind}_mlm": request}
-        tokens, target = batch["concat_tokens"], batch["concat_target"]
-        positions = batch["first_lengths"] if self.cfg.tlm_reset_positions else None
-        out = {
-            "bi_tlm": {
-                "mode": "plug_out",
-                "tokens": tokens,
-                "masked": target.ne(self.padding_idx),
-                "first_lengths": positions,
-            }
-        }
-        if self.weights["dwa"]:
+            return {f"{kind}_mlm": mlm_request(batch, self.padding_idx)}
+        out = {"bi_tlm": tlm_request(batch, self.padding_idx, self.cfg.tlm_reset_positions)}
+        if self.cfg.dwa_weight:
+            tokens, target = batch["concat_tokens"], batch["concat_target"]
             out["bi_label"] = {
                 "mode": "self_label",
                 "tokens": torch.where(target.ne(self.padding_idx), target, tokens),
                 "layer": self._layers["label"],
-                "first_lengths": positions,
+                "first_lengths": out["bi_tlm"]["first_lengths"],
             }
             out["bi_tlm"]["pointer"] = {
                 "layer": self._layers["dwa"],
@@ -146,12 +136,11 @@ class DwaCriterion(MaskedTermsCriterion):
 
     def add_terms(self, kind, batch, outputs, terms):
         if kind != "bi":
-            _, gold = targets_at(batch["pair_target"], self.padding_idx)
-            terms[f"{kind}_mlm"] = masked_cross_entropy(outputs[f"{kind}_mlm"]["logits"], gold)
+            terms[f"{kind}_mlm"] = mlm_term(batch, outputs[f"{kind}_mlm"], self.padding_idx)
             return
-        if self.weights["tlm"]:
+        if self.cfg.tlm_weight:
             terms["bi_tlm"] = tlm_term(batch, outputs["bi_tlm"], self.padding_idx)
-        if self.weights["dwa"]:
+        if self.cfg.dwa_weight:
             terms["bi_dwa"] = self._dwa(batch, outputs)
 
     def _dwa(self, batch: Dict, outputs: Dict) -> Dict[str, Any]:
@@ -194,8 +183,7 @@ class DwaCriterion(MaskedTermsCriterion):
         MaskedTermsCriterion.reduce_metrics(logging_outputs)
 
         def total(key):
-            value = sum(log.get(key, 0) for log in logging_outputs)
-            return value.item() if torch.is_tensor(value) else value
+            return logged_total(logging_outputs, key)
 
         masked, pairs = total("dwa_masked"), total("dwa_pairs")
         if masked:

@@ -1,13 +1,34 @@
 """Shared bookkeeping for objectives that sum several masked-LM terms."""
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion
+from fairseq.dataclass import FairseqDataclass
 from torch import Tensor
+
+
+@dataclass
+class MaskedTermsConfig(FairseqDataclass):
+    """The settings every masked-terms objective has."""
+
+    mlm_weight: float = field(
+        default=1.0, metadata={"help": "weight of MLM on monolingual batches; 0 disables"}
+    )
+    tlm_weight: float = field(
+        default=1.0, metadata={"help": "weight of TLM on bilingual batches; 0 disables"}
+    )
+    tlm_reset_positions: bool = field(
+        default=False,
+        metadata={
+            "help": "restart positions at the second sentence of TLM (XLM); default: "
+            "continuous (VECO)"
+        },
+    )
 
 
 def token_scores(logits: Tensor, target: Tensor) -> Tuple[Tensor, Tensor]:
@@ -23,13 +44,19 @@ def summed(loss: Tensor, correct: Tensor, select: Optional[Tensor] = None) -> Di
     return {"loss": (loss * select).sum(), "n": select.sum(), "correct": (correct & select).sum()}
 
 
+def logged_total(logging_outputs: List[Dict], key: str) -> float:
+    """``key`` summed over the workers' logging outputs, as a Python number."""
+    value = sum(log.get(key, 0) for log in logging_outputs)
+    return value.item() if torch.is_tensor(value) else value
+
+
 def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Any]:
     """The term of ``logits`` (M, V) against ``target`` (M,)."""
     return summed(*token_scores(logits, target))
 
 
 class MaskedTermsCriterion(FairseqCriterion):
-    """Base of ``ca_mlm`` and ``tlm``: a sample is ``{"mono": batch, "bi": batch}``
+    """Base of ``ca_mlm``, ``tlm`` and ``dwa``: a sample is ``{"mono": batch, "bi": batch}``
     (either may be absent).
 
     Subclasses say what each sub-batch needs from the model (``requests``); the
@@ -37,9 +64,24 @@ class MaskedTermsCriterion(FairseqCriterion):
     fairseq's DDP wrappers synchronize), then ``add_terms`` turns the outputs into
     named terms. A term is ``{"loss", "n", "correct"}`` and optionally ``"counts"``:
     summable counters logged as they are (reduced by the subclass). The loss is the
-    weighted sum of the terms' summed token CE, normalised by the number of masked
+    weighted sum of the terms' summed token CE, weighted by the explicit map
+    ``term_weights(cfg)`` (term name -> weight), normalised by the number of masked
     tokens (``sample_size``) exactly as fairseq's ``masked_lm``; every term is logged
-    on its own (loss in bits per masked token, and accuracy)."""
+    on its own (loss in bits per masked token, and accuracy). Built from the
+    criterion's dataclass config (``cfg``), as fairseq-train builds it."""
+
+    uses_pointer_network = False  # the task builds XLM-Align's pointer network into the model
+    needs_warm_start = False  # the task warns when training starts from random weights
+
+    def __init__(self, cfg: MaskedTermsConfig, task):
+        super().__init__(task)
+        self.cfg = cfg
+        self.weights: Dict[str, float] = self.term_weights(cfg)
+
+    @staticmethod
+    def term_weights(cfg: Any) -> Dict[str, float]:
+        """Every term the objective can produce -> its weight in the loss."""
+        raise NotImplementedError
 
     def requests(self, kind: str, batch: Dict) -> Dict[str, Dict[str, Any]]:
         """Model requests (see ``VecoModel.forward``) for sub-batch ``kind``; their
@@ -47,9 +89,6 @@ class MaskedTermsCriterion(FairseqCriterion):
         raise NotImplementedError
 
     def add_terms(self, kind: str, batch: Dict, outputs: Dict, terms: Dict[str, Dict]) -> None:
-        raise NotImplementedError
-
-    def weight(self, term: str) -> float:
         raise NotImplementedError
 
     def forward(self, model, sample, reduce=True):
@@ -65,7 +104,7 @@ class MaskedTermsCriterion(FairseqCriterion):
             sample_size = sample_size + batch["pair_target"].ne(self.padding_idx).sum()
             ntokens += batch["ntokens"]
             nsentences += batch["nsentences"]
-        loss = sum(self.weight(name) * t["loss"] for name, t in terms.items())
+        loss = sum(self.weights[name] * t["loss"] for name, t in terms.items())
         logging_output = {
             "loss": loss.data,
             "ntokens": ntokens,
@@ -82,8 +121,7 @@ class MaskedTermsCriterion(FairseqCriterion):
     @staticmethod
     def reduce_metrics(logging_outputs: List[Dict]) -> None:
         def total(key):
-            value = sum(log.get(key, 0) for log in logging_outputs)
-            return value.item() if torch.is_tensor(value) else value
+            return logged_total(logging_outputs, key)
 
         sample_size = total("sample_size")
         metrics.log_scalar(
@@ -109,6 +147,21 @@ def targets_at(target: Tensor, pad: int):
     """Masked positions (bool, same shape) and their gold tokens (M,)."""
     masked = target.ne(pad)
     return masked, target[masked]
+
+
+def mlm_request(batch: Dict, pad: int) -> Dict[str, Any]:
+    """Masked LM over each segment on its own, ``pair_tokens`` (B, T)."""
+    return {
+        "mode": "plug_out",
+        "tokens": batch["pair_tokens"],
+        "masked": batch["pair_target"].ne(pad),
+    }
+
+
+def mlm_term(batch: Dict, output: Dict, pad: int) -> Dict[str, Any]:
+    """The term of ``mlm_request``'s output."""
+    _, gold = targets_at(batch["pair_target"], pad)
+    return masked_cross_entropy(output["logits"], gold)
 
 
 def tlm_request(batch: Dict, pad: int, reset_positions: bool) -> Dict[str, Any]:
