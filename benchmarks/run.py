@@ -5,11 +5,12 @@ Every variant runs on the *same* batches with the *same* model size, interleaved
 rounds (so machine noise hits all alike); each figure is the median over rounds.
 
 * pre-training: seconds per update (forward + backward + Adam step) and peak memory
-  of ``ca_mlm`` (CA-MLM terms only; with and without stop-gradient), ``ca_mlm`` with
-  TLM, and ``tlm``, each divided by fairseq's ``masked_lm`` update of a ``roberta``
-  of the same size on the same sentences (every x and y as its own sequence, same
-  masks). The math: an S-stream layer costs ~1.33x an H-stream layer, so CA-MLM
-  alone ~2.33x MLM.
+  of every benchmark variant of the objectives table (``veco_plugin/objectives.py``:
+  ``ca_mlm`` (CA-MLM terms only; with and without stop-gradient), ``ca_mlm`` with
+  TLM, ``tlm``, ``dwa``...), each divided by fairseq's ``masked_lm`` update of a
+  ``roberta`` of the same size on the same sentences (every x and y as its own
+  sequence, same masks): ``<variant>_time_ratio``, ``<variant>_mem_ratio``. The
+  math: an S-stream layer costs ~1.33x an H-stream layer, so CA-MLM alone ~2.33x MLM.
 * ``dwa`` (XLM-Align): seconds per update vs ``masked_lm`` (and vs ``tlm``), and the share
   of a ``dwa`` update spent self-labelling: the no-grad labelling forward plus Sinkhorn and
   filtering (``dwa_selflabel_share``), and Sinkhorn + filtering alone (``sinkhorn_share``;
@@ -22,7 +23,7 @@ statistics) the peak of activations saved for backward, counted through
 ``torch.autograd.graph.saved_tensors_hooks`` (distinct storages), plus parameters,
 gradients and Adam state.
 
-Objectives not built yet are reported as ``null``.
+Objectives not in the table yet are reported as ``null``.
 
     python benchmarks/run.py [--json PATH] [--layers 4 --dim 256 --ffn 1024 --heads 4]
 """
@@ -39,6 +40,7 @@ import numpy as np
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # the shared helpers: tests/helpers
 NOT_BUILT = [
     "align_mlm_time_ratio",
     "weam_time_ratio",
@@ -76,27 +78,6 @@ def fairseq_args(arch: str, extra: List[str]):
     return options.parse_args_and_arch(
         parser, ["DATA", "--user-dir", os.path.join(REPO, "veco_plugin"), "--arch", arch, *extra]
     )
-
-
-class BenchTask:
-    """What model and criterion builders read from a task: dictionaries and limits."""
-
-    def __init__(self, dictionary, max_positions=512):
-        self.source_dictionary = self.target_dictionary = self.dictionary = dictionary
-        self._max = max_positions
-
-    def max_positions(self):
-        return self._max
-
-
-def dictionary(size: int):
-    from fairseq.data import Dictionary
-
-    d = Dictionary()
-    for i in range(size):
-        d.add_symbol(f"w{i}")
-    d.add_symbol("<mask>")
-    return d
 
 
 def size_flags(a) -> List[str]:
@@ -199,35 +180,35 @@ def pretraining(a) -> Dict[str, float]:
     from fairseq import criterions, models
     from fairseq.criterions.masked_lm import MaskedLmConfig
 
-    from veco_plugin.criterions.ca_mlm import CaMlmCriterion
-    from veco_plugin.criterions.dwa import DwaConfig, DwaCriterion
-    from veco_plugin.criterions.tlm import TlmCriterion
+    from tests.helpers.toy import toy_dictionary
+    from veco_plugin.data.dictionary import DictionaryTask
+    from veco_plugin.objectives import benchmark_variants, build_criterion
 
-    d = dictionary(a.vocab)
-    task = BenchTask(d)
+    d = toy_dictionary(a.vocab)
+    task = DictionaryTask(d)
     batch = to_device(pretraining_batches(d, a, np.random.default_rng(a.seed)), a.device)
-    torch.manual_seed(a.seed)
-    veco = (
-        models.ARCH_MODEL_REGISTRY["veco_base"]
-        .build_model(fairseq_args("veco_base", size_flags(a)), task)
-        .to(a.device)
-    )
     roberta = (
         models.ARCH_MODEL_REGISTRY["roberta"]
         .build_model(fairseq_args("roberta", size_flags(a)), task)
         .to(a.device)
     )
     masked_lm = criterions.CRITERION_REGISTRY["masked_lm"](MaskedLmConfig(tpu=False), task)
-    torch.manual_seed(a.seed)
-    veco_dwa = models.ARCH_MODEL_REGISTRY["veco_base"].build_model(
-        fairseq_args("veco_base", size_flags(a)), task
-    )
-    veco_dwa.build_pointer_network()
-    veco_dwa.to(a.device)
-    dwa = DwaCriterion(
-        DwaConfig(ddp_backend="legacy_ddp", find_unused_parameters=False, distributed_world_size=1),
-        task,
-    )
+    objectives = {
+        name: build_criterion(criterion, task, **settings)
+        for name, (criterion, settings) in benchmark_variants().items()
+    }
+    vecos = {}  # one veco per model shape: with XLM-Align's pointer network or without
+    for criterion in objectives.values():
+        pointer = criterion.uses_pointer_network
+        if pointer not in vecos:
+            torch.manual_seed(a.seed)
+            veco = models.ARCH_MODEL_REGISTRY["veco_base"].build_model(
+                fairseq_args("veco_base", size_flags(a)), task
+            )
+            if pointer:
+                veco.build_pointer_network()
+            vecos[pointer] = veco.to(a.device)
+    model_of = {name: vecos[c.uses_pointer_network] for name, c in objectives.items()}
 
     def mlm_loss(model):
         # fairseq's own masked_lm on the same sentences: every x and y its own sequence
@@ -247,7 +228,8 @@ def pretraining(a) -> Dict[str, float]:
     def objective(model, criterion):
         return lambda: criterion(model, batch)[0]
 
-    opts = {id(m): torch.optim.Adam(m.parameters(), lr=1e-5) for m in (veco, roberta, veco_dwa)}
+    trained = [roberta, *vecos.values()]
+    opts = {id(m): torch.optim.Adam(m.parameters(), lr=1e-5) for m in trained}
 
     def update(model, loss_fn):
         def step():
@@ -260,20 +242,13 @@ def pretraining(a) -> Dict[str, float]:
 
         return step
 
-    variants = {
-        "masked_lm": update(roberta, lambda: mlm_loss(roberta)),
-        "ca_mlm": update(veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, False, False))),
-        "ca_mlm_nostopgrad": update(
-            veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 0.0, True, False))
-        ),
-        "ca_mlm_tlm": update(
-            veco, objective(veco, CaMlmCriterion(task, 1.0, 1.0, 1.0, False, False))
-        ),
-        "tlm": update(veco, objective(veco, TlmCriterion(task, False))),
-        "dwa": update(veco_dwa, objective(veco_dwa, dwa)),
-        **self_labelling(veco_dwa, dwa.layers(a.layers)["label"], batch["bi"], d, a.device),
-    }
-    for model in (veco, roberta, veco_dwa):
+    variants = {"masked_lm": update(roberta, lambda: mlm_loss(roberta))}
+    for name, criterion in objectives.items():
+        variants[name] = update(model_of[name], objective(model_of[name], criterion))
+    dwa = objectives["dwa"]
+    labelled = dwa.layers(a.layers)["label"]
+    variants.update(self_labelling(model_of["dwa"], labelled, batch["bi"], d, a.device))
+    for model in trained:
         model.train()
     r = run_rounds(variants, a.rounds)
     labelling = {k: r.pop(k)["time"] / r["dwa"]["time"] for k in ("selflabel", "sinkhorn")}
@@ -295,17 +270,13 @@ def pretraining(a) -> Dict[str, float]:
         f"{100 * labelling['selflabel']:.1f}% of it (forward + OT), Sinkhorn + filtering "
         f"{100 * labelling['sinkhorn']:.1f}%"
     )
+    ratios = {}
+    for name in objectives:
+        ratios[f"{name}_time_ratio"] = r[name]["time"] / base["time"]
+        ratios[f"{name}_mem_ratio"] = r[name]["mem"] / base["mem"]
     return {
-        "ca_mlm_time_ratio": r["ca_mlm"]["time"] / base["time"],
-        "ca_mlm_nostopgrad_time_ratio": r["ca_mlm_nostopgrad"]["time"] / base["time"],
-        "ca_mlm_tlm_time_ratio": r["ca_mlm_tlm"]["time"] / base["time"],
-        "ca_mlm_mem_ratio": r["ca_mlm"]["mem"] / base["mem"],
-        "ca_mlm_nostopgrad_mem_ratio": r["ca_mlm_nostopgrad"]["mem"] / base["mem"],
-        "ca_mlm_tlm_mem_ratio": r["ca_mlm_tlm"]["mem"] / base["mem"],
-        "tlm_time_ratio": r["tlm"]["time"] / base["time"],
-        "tlm_mem_ratio": r["tlm"]["mem"] / base["mem"],
+        **ratios,
         "stopgrad_time_saving": saved,
-        "dwa_time_ratio": r["dwa"]["time"] / base["time"],
         "dwa_tlm_time_ratio": r["dwa"]["time"] / r["tlm"]["time"],
         "dwa_selflabel_share": labelling["selflabel"],
         "sinkhorn_share": labelling["sinkhorn"],
@@ -354,8 +325,11 @@ def nmt(a) -> Dict[str, float]:
     from fairseq import criterions, models
     from fairseq.sequence_generator import SequenceGenerator
 
-    d = dictionary(a.vocab)
-    task = BenchTask(d)
+    from tests.helpers.toy import toy_dictionary
+    from veco_plugin.data.dictionary import DictionaryTask
+
+    d = toy_dictionary(a.vocab)
+    task = DictionaryTask(d)
     shape = [
         "--encoder-layers",
         str(a.layers),
