@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make quickstart   pre-train -> initialize -> fine-tune -> average -> beam search -> BLEU on local data
 #   make test         the test suite (what .ci/run runs)
-#   make lint         black --check, isort --check, flake8 (settings: pyproject.toml, setup.cfg)
+#   make lint         black --check, isort --check, flake8, mypy over veco_plugin/ (settings:
+#                     pyproject.toml, setup.cfg); .ci/run runs it before the tests
 VENV ?= .venv
 PY := $(VENV)/bin/python
 RUN ?= runs/quickstart
@@ -25,7 +26,7 @@ bench: setup
 	$(PY) benchmarks/run.py --json $(RUN)/benchmarks.json
 
 LINT_PATHS := veco_plugin benchmarks tests scripts/*.py
-LINT_TOOLS := black==26.10.1 isort==9.0.2 flake8==7.5.0
+LINT_TOOLS := black==26.10.1 isort==9.0.2 flake8==7.5.0 mypy==2.4.1
 $(VENV)/.lint-installed: $(VENV)/.installed
 	$(PY) -m pip install $(LINT_TOOLS)
 	touch $@
@@ -34,3 +35,4 @@ lint: $(VENV)/.lint-installed
 	$(VENV)/bin/black --check $(LINT_PATHS)
 	$(VENV)/bin/isort --check-only $(LINT_PATHS)
 	$(VENV)/bin/flake8 $(LINT_PATHS)
+	$(VENV)/bin/mypy

@@ -20,6 +20,7 @@ from fairseq.file_io import PathManager
 
 from .cli.common import cfg_value, checkpoint_model_cfg
 from .errors import VecoUserError
+from .patching import wrap_once
 
 _read: Dict[str, Tuple[str, str]] = {}  # path -> (arch, task) of the checkpoints read
 _last_read = [""]  # the path read most recently
@@ -69,7 +70,6 @@ def _readable(load_checkpoint_to_cpu):
         _read[path], _last_read[0] = describe(state), path
         return state
 
-    wrapper.__veco_one_line__ = True
     return wrapper
 
 
@@ -140,7 +140,6 @@ def _one_line_trainer_load(load_checkpoint):
                 raise VecoUserError(_mismatch(self, filename, cause)) from None
             raise
 
-    wrapper.__veco_one_line__ = True
     return wrapper
 
 
@@ -162,7 +161,6 @@ def _named_model_files(load_model_ensemble_and_task):
         except VecoUserError as exc:
             raise _named(_last_read[0], exc, "--path") from None
 
-    wrapper.__veco_one_line__ = True
     return wrapper
 
 
@@ -176,6 +174,4 @@ def install() -> None:
         (checkpoint_utils, "load_model_ensemble_and_task", _named_model_files),
         (Trainer, "load_checkpoint", _one_line_trainer_load),
     ):
-        fn = getattr(owner, name)
-        if not getattr(fn, "__veco_one_line__", False):
-            setattr(owner, name, wrap(fn))
+        wrap_once(owner, name, wrap, "one_line")

@@ -23,6 +23,7 @@ from typing import Optional
 from fairseq.file_io import PathManager
 
 from .errors import VecoUserError
+from .patching import wrap_once
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,6 @@ def _resume_from_complete(load_checkpoint):
                 cfg.restore_file = fallback
         return load_checkpoint(cfg, trainer, **passthrough_args)
 
-    wrapper.__veco_wrapped__ = True
     return wrapper
 
 
@@ -122,5 +122,4 @@ def install() -> None:
     from fairseq import checkpoint_utils
 
     checkpoint_utils.PathManager = AtomicCopyPathManager
-    if not getattr(checkpoint_utils.load_checkpoint, "__veco_wrapped__", False):
-        checkpoint_utils.load_checkpoint = _resume_from_complete(checkpoint_utils.load_checkpoint)
+    wrap_once(checkpoint_utils, "load_checkpoint", _resume_from_complete, "resume")

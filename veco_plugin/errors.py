@@ -10,6 +10,8 @@ full traceback: real bugs stay visible.
 import os
 import sys
 
+from .patching import wrap_once
+
 
 class VecoUserError(ValueError):
     """A mistake in the user's files, flags or data; the message names the file or
@@ -26,7 +28,6 @@ def _one_line_excepthook(previous):
         else:
             previous(kind, value, traceback)
 
-    excepthook.__veco_hook__ = True
     return excepthook
 
 
@@ -37,7 +38,6 @@ def install() -> None:
     from . import checkpoint_errors
     from .data import binarized
 
-    if not getattr(sys.excepthook, "__veco_hook__", False):
-        sys.excepthook = _one_line_excepthook(sys.excepthook)
+    wrap_once(sys, "excepthook", _one_line_excepthook, "one_line")
     checkpoint_errors.install()
     binarized.install()

@@ -15,6 +15,8 @@ import threading
 
 import torch
 
+from .patching import wrap_once
+
 _state = threading.local()
 _torch_load = torch.load
 
@@ -46,7 +48,6 @@ def _trusted(fn):
         with trusted_checkpoint_loading():
             return fn(*args, **kwargs)
 
-    wrapper.__veco_trusted__ = True
     return wrapper
 
 
@@ -58,18 +59,15 @@ def load_trusted(path, map_location="cpu"):
 
 def install() -> None:
     """Patch fairseq's checkpoint readers; idempotent, a no-op on torch < 1.13."""
-    if not _supports_weights_only() or getattr(torch.load, "__veco_shim__", False):
+    if not _supports_weights_only():
         return
     from fairseq import checkpoint_utils
     from fairseq.distributed import utils as distributed_utils
 
-    _load.__veco_shim__ = True
-    torch.load = _load
+    wrap_once(torch, "load", lambda _: _load, "trusted")
     for module, name in (
         (checkpoint_utils, "load_checkpoint_to_cpu"),
         (checkpoint_utils, "load_ema_from_checkpoint"),
         (distributed_utils, "_broadcast_object_slow"),
     ):
-        fn = getattr(module, name, None)
-        if fn is not None and not getattr(fn, "__veco_trusted__", False):
-            setattr(module, name, _trusted(fn))
+        wrap_once(module, name, _trusted, "trusted")

@@ -73,7 +73,7 @@ def select_checkpoints(
         if m is None:
             continue
         # update checkpoints sort by update count (group 2), epoch ones by epoch
-        key = int(m.group(m.lastindex))
+        key = int(m.group(m.lastindex or 0))
         if upper_bound is not None and key > upper_bound:
             continue
         found.append((key, os.path.join(directory, name)))

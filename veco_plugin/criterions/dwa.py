@@ -85,7 +85,7 @@ class DwaCriterion(MaskedTermsCriterion):
 
     def __init__(self, cfg: DwaConfig, task):
         super().__init__(cfg, task)
-        self._layers: Optional[Dict[str, int]] = None  # resolved at the first step
+        self._layers: Dict[str, int] = {}  # resolved at the first step
         if (
             cfg.distributed_world_size > 1
             and cfg.ddp_backend in ("pytorch_ddp", "c10d")
@@ -111,7 +111,7 @@ class DwaCriterion(MaskedTermsCriterion):
         return {"mono_mlm": cfg.mlm_weight, "bi_tlm": cfg.tlm_weight, "bi_dwa": cfg.dwa_weight}
 
     def forward(self, model, sample, reduce=True):
-        if self._layers is None:
+        if not self._layers:
             self._layers = self.layers(len(_inner(model).sentence_encoder.layers))
         return super().forward(model, sample, reduce)
 

@@ -17,6 +17,7 @@ from typing import List, Optional
 from fairseq.data import indexed_dataset
 
 from ..errors import VecoUserError
+from ..patching import wrap_once
 
 FIX = "copy it again or re-run fairseq-preprocess"
 INDEXED = ("mmap", "lazy", "cached")  # formats with a binary .idx (read on load)
@@ -94,11 +95,9 @@ def _checked(make_dataset):
             check_complete(dataset, path)
         return dataset
 
-    wrapper.__veco_checked__ = True
     return wrapper
 
 
 def install() -> None:
     """Check every ``.bin`` against its index when it is loaded; idempotent."""
-    if not getattr(indexed_dataset.make_dataset, "__veco_checked__", False):
-        indexed_dataset.make_dataset = _checked(indexed_dataset.make_dataset)
+    wrap_once(indexed_dataset, "make_dataset", _checked, "checked")

@@ -12,14 +12,14 @@ slots are put back after the step.
 """
 
 from collections import defaultdict
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 import torch
 from fairseq.optim.fp16_optimizer import FP16Optimizer
 from torch import Tensor
 
 
-def master_copies(optimizer, params: List[Tensor]) -> List[Tensor]:
+def master_copies(optimizer, params: Sequence[Tensor]) -> List[Tensor]:
     """The fp32 master copy (a view into the flat buffer, or the per-parameter
     copy) of each of ``params`` in fairseq's ``FP16Optimizer``; [] for others."""
     if not isinstance(optimizer, FP16Optimizer):
@@ -38,7 +38,7 @@ def master_copies(optimizer, params: List[Tensor]) -> List[Tensor]:
     return [views[id(p)] for p in params]
 
 
-def step_leaving_untouched(optimizer, frozen: List[Tensor]) -> None:
+def step_leaving_untouched(optimizer, frozen: Sequence[Tensor]) -> None:
     """``optimizer.step()`` after which ``frozen`` (model parameters), their master
     copies and their optimizer state are bit-identical to before."""
     for p in frozen:

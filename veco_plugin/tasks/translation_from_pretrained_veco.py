@@ -70,7 +70,8 @@ class TranslationFromPretrainedVecoConfig(TranslationConfig):
     max_target_positions: int = field(
         default=512, metadata={"help": "max target tokens (the pre-trained positions)"}
     )
-    input_format: INPUT_FORMATS = field(
+    # fairseq declares choice fields with a ChoiceEnum value as the type
+    input_format: INPUT_FORMATS = field(  # type: ignore[valid-type]
         default="veco",
         metadata={
             "help": "veco: encoder input <s> x </s> and decoder input <s> y, as in "
