@@ -30,25 +30,19 @@ for f in train.$SRC train.$TGT valid.$SRC valid.$TGT; do
 done
 mono() { if [[ -s "$TEXT/mono.$1" ]]; then echo "$TEXT/mono.$1"; else echo "$TEXT/train.$1"; fi; }
 
-SPM=("$PY" -m veco_plugin.cli.spm --prog "$(basename "$0")")  # veco-spm, errors as this script
-
-echo "== checking text"
-"${SPM[@]}" check --parallel "$TEXT/train.$SRC" "$TEXT/train.$TGT" \
-  --parallel "$TEXT/valid.$SRC" "$TEXT/valid.$TGT" --files "$(mono "$SRC")" "$(mono "$TGT")"
-mkdir -p "$DATA/text"
-
+# Check the text, train the joint model (unless --spm-model or DATA/spm.model is there),
+# encode, write DATA/dict.txt: one `veco-spm prepare` (veco_plugin/corpora), which prints
+# the "== ..." steps and names this script in its errors.
+TRAIN=()
 if [[ -z "$SPM_MODEL" ]]; then
   SPM_MODEL=$DATA/spm.model
-  if [[ ! -s "$SPM_MODEL" ]]; then
-    echo "== training a joint sentencepiece model ($VOCAB pieces)"
-    "${SPM[@]}" train --model-prefix "$DATA/spm" --vocab-size "$VOCAB" \
-      "$(mono "$SRC")" "$(mono "$TGT")" "$TEXT/train.$SRC" "$TEXT/train.$TGT"
-  fi
+  [[ -s "$SPM_MODEL" ]] || TRAIN=(--train-vocab-size "$VOCAB" --train-inputs "$(mono "$SRC")" \
+    "$(mono "$TGT")" "$TEXT/train.$SRC" "$TEXT/train.$TGT")
 fi
-[[ -s "$SPM_MODEL" ]] || die "--spm-model $SPM_MODEL not found"
-
-echo "== encoding text with $SPM_MODEL"
-"${SPM[@]}" encode --model "$SPM_MODEL" --dict "$DATA/dict.txt" \
+[[ -s "$SPM_MODEL" || ${#TRAIN[@]} -gt 0 ]] || die "--spm-model $SPM_MODEL not found"
+"$PY" -m veco_plugin.cli.spm --prog "$(basename "$0")" prepare --model "$SPM_MODEL" "${TRAIN[@]}" \
+  --parallel "$TEXT/train.$SRC" "$TEXT/train.$TGT" --parallel "$TEXT/valid.$SRC" "$TEXT/valid.$TGT" \
+  --files "$(mono "$SRC")" "$(mono "$TGT")" --dict "$DATA/dict.txt" --encode \
   "$TEXT/train.$SRC" "$DATA/text/train.spm.$SRC" "$TEXT/train.$TGT" "$DATA/text/train.spm.$TGT" \
   "$TEXT/valid.$SRC" "$DATA/text/valid.spm.$SRC" "$TEXT/valid.$TGT" "$DATA/text/valid.spm.$TGT" \
   "$(mono "$SRC")" "$DATA/text/mono.spm.$SRC" "$(mono "$TGT")" "$DATA/text/mono.spm.$TGT"

@@ -172,7 +172,7 @@ def read_catalog(path: Path) -> List[Pair]:
     """
     try:
         with open(path, "rb") as fp:
-            catalog = gettext.GNUTranslations(fp)._catalog
+            catalog = gettext.GNUTranslations(fp)._catalog  # type: ignore[attr-defined]
     except (OSError, UnicodeDecodeError, LookupError, ValueError, struct.error) as err:
         raise CorpusError(f"cannot be parsed by gettext: {type(err).__name__}: {err}")
     entries = []

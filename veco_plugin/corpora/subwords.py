@@ -7,6 +7,7 @@ whitespace run one space) and writes one line of space-joined pieces per input l
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -99,7 +100,7 @@ def fastbpe_encoder(codes: str, vocab: Optional[str] = None) -> Encoder:
     if not os.path.isfile(codes):
         raise VecoUserError(f"BPE codes {codes} not found (--bpe-codes)")
     try:
-        import fastBPE  # type: ignore[import-not-found]
+        fastBPE = importlib.import_module("fastBPE")  # optional: scripts/install-fastbpe.sh
     except ImportError as exc:
         raise VecoUserError(
             "--bpe-codes needs the fastBPE Python module, which is not installed "

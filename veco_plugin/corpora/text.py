@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from typing import IO, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union, cast
 
 from ..errors import VecoUserError
 
@@ -37,9 +37,11 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-def open_bytes(path: str) -> IO[bytes]:
+def open_bytes(path: str) -> BinaryIO:
     """``path`` opened for binary reading, gunzipped when it ends in ``.gz``."""
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    if path.endswith(".gz"):
+        return cast(BinaryIO, gzip.open(path, "rb"))
+    return open(path, "rb")
 
 
 class BadLine:
