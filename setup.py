@@ -1,4 +1,4 @@
-"""veco_plugin: a fairseq --user-dir plugin (VECO, TLM, XLM-Align DWA, ALIGN-MLM, WEAM).
+"""veco_plugin: a fairseq --user-dir plugin (VECO, TLM, XLM-Align DWA).
 
 fairseq itself is not an install requirement: on Python 3.11+ the fixed fork
 ``fairseq-fixed==0.12.3.1`` must be installed with ``--no-deps`` (its metadata pulls
@@ -28,6 +28,9 @@ setup(
         "sentencepiece",
         "tqdm",
         "matplotlib",
+        # fairseq's --tensorboard-logdir (without it every fairseq command prints
+        # "Please install tensorboardX")
+        "tensorboardX",
     ],
     extras_require={
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests

@@ -32,11 +32,17 @@ def test_ca_mlm_learns_saves_and_resumes(pretrain_data, tmp_path):
     assert json_logs(resumed, "train")[-1]["num_updates"] == 225
 
 
-def test_tlm_learns_with_data_loader_workers(pretrain_data, tmp_path):
-    args = pretrain_args(pretrain_data, tmp_path / "ck", "tlm", 150)
+def test_tlm_learns_with_data_loader_workers_and_tensorboard(pretrain_data, tmp_path):
+    board = tmp_path / "tensorboard"
+    args = pretrain_args(pretrain_data, tmp_path / "ck", "tlm", 150, "--tensorboard-logdir", board)
     args[args.index("--num-workers") + 1] = "2"
-    records = json_logs(run("fairseq-train", args).stdout)
+    proc = run("fairseq-train", args)
+    records = json_logs(proc.stdout)
     _assert_every_term_learns(records, ["mono_mlm", "bi_tlm"], min_drop_bits=1.5)
+    assert "Please install tensorboardX" not in proc.stdout + proc.stderr  # set-up installs it
+    for tag in ("train_inner", "valid"):
+        events = list((board / tag).glob("events.out.tfevents.*"))
+        assert events and events[0].stat().st_size > 0, tag
 
 
 @pytest.mark.parametrize("reset", [False, True])
