@@ -14,7 +14,7 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 PROG = "quickstart"
 # The repository this package lives in: scripts/ and the default --user-dir.
@@ -328,7 +328,7 @@ def _decoder_depth(spec: str, arch: str) -> int:
         raise QuickstartError(str(exc)) from None
 
 
-def check(args: argparse.Namespace, which=shutil.which) -> Config:
+def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shutil.which) -> Config:
     """The checks of every flag, in order; the first problem is a :class:`QuickstartError`.
     ``which`` finds the tools on PATH (a parameter for tests)."""
     from veco_plugin.models.veco import ARCH_SIZES

@@ -40,7 +40,7 @@ from .scheduler import read_stamp as _read_stamp_file
 from .scheduler import stamp_path
 from .stages import RANDOM, labels
 
-PROG = "python -m veco_plugin.quickstart.report"
+PROG = "quickstart.report"
 
 
 class ReportError(Exception):

@@ -25,7 +25,7 @@ import glob
 import os
 import shutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
 from veco_plugin.objectives import OBJECTIVES, Objective
 
@@ -67,7 +67,7 @@ class Paths:
 def pretraining_runs(cfg: Config) -> List[Objective]:
     """The table's rows this run pre-trains, in table order: switched on, a positive
     update count, and (a cold start) the row it starts from runs too."""
-    on = {}
+    on: Dict[str, bool] = {}
     for row in OBJECTIVES:  # a row starts from an earlier one
         on[row.run] = (
             cfg.switches.get(row.run, True)
@@ -82,7 +82,7 @@ def inits(cfg: Config) -> List[str]:
     return [row.run for row in pretraining_runs(cfg) if row.translate] + [RANDOM]
 
 
-def labels() -> dict:
+def labels() -> Dict[str, str]:
     """Initialization -> its label in the report."""
     return {**{row.run: row.label for row in OBJECTIVES}, RANDOM: RANDOM_LABEL}
 
@@ -354,7 +354,7 @@ def _count_lines(path: str) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def _by_lang(cfg: Config):
+def _by_lang(cfg: Config) -> Callable[[str], Tuple[bool, str]]:
     """``wc -l TEXT/*.src TEXT/*.tgt`` order: the source files, then the target files,
     each by name."""
     return lambda path: (not path.endswith(f".{cfg.src}"), path)
