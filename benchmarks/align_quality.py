@@ -40,7 +40,6 @@ eflomal is a benchmark extra: ``pip install -r benchmarks/requirements-align.txt
 """
 
 import argparse
-import json
 import logging
 import os
 import statistics
@@ -54,7 +53,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from align_speed import BIN, REPO, USER_DIR, gettext_corpus, veco_size_flags  # noqa: E402
+from align_speed import BIN, REPO, USER_DIR, gettext_corpus  # noqa: E402
+from common import encoder_size_flags, write_json  # noqa: E402
 
 RESET = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
 Link = Tuple[int, int]
@@ -260,7 +260,7 @@ def train_args(a, data: str, save: str, criterion: str, updates: int, lr: float)
         "en-de",
         "--arch",
         "veco_tiny",
-        *veco_size_flags(a),
+        *encoder_size_flags(a),
         "--criterion",
         criterion,
         "--cpu",
@@ -617,9 +617,7 @@ def main(argv=None):
         "workdir": work,
     }
     if a.json:
-        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1, sort_keys=True)
+        write_json(a.json, result)
     return result
 
 

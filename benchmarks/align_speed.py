@@ -54,6 +54,7 @@ from argparse import Namespace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
+from common import encoder_size_flags, write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(REPO, "veco_plugin")
@@ -143,48 +144,17 @@ def read_pairs(
 def train_sentencepiece(corpus: str, out: str, vocab: int) -> Tuple[str, str]:
     """``out/spm.model`` and ``out/dict.txt`` with the settings of
     ``scripts/prepare-pretraining-data.sh`` (joint unigram model, train sides)."""
-    import sentencepiece as spm
+    from veco_plugin.corpora.subwords import train_sentencepiece, write_dictionary
 
     model = os.path.join(out, "spm.model")
     if not os.path.isfile(model):
         files = [os.path.join(corpus, f"train.{lang}") for lang in ("en", "de")]
-        spm.SentencePieceTrainer.train(
-            input=",".join(files),
-            model_prefix=os.path.join(out, "spm"),
-            vocab_size=vocab,
-            character_coverage=1.0,
-            model_type="unigram",
-            bos_id=-1,
-            eos_id=-1,
-            pad_id=-1,
-            unk_id=0,
-            input_sentence_size=2000000,
-            shuffle_input_sentence=True,
-            minloglevel=2,
-            num_threads=2,
-        )
-    sp = spm.SentencePieceProcessor(model_file=model)
-    with open(os.path.join(out, "dict.txt"), "w", encoding="utf-8") as f:
-        for i in range(sp.get_piece_size()):
-            if not (sp.is_unknown(i) or sp.is_control(i)):
-                f.write(f"{sp.id_to_piece(i)} 1\n")
+        train_sentencepiece(files, os.path.join(out, "spm"), vocab)
+    write_dictionary(model, os.path.join(out, "dict.txt"))
     return model, os.path.join(out, "dict.txt")
 
 
 # --- models of one shape ----------------------------------------------------------------
-
-
-def veco_size_flags(a) -> List[str]:
-    return [
-        "--encoder-layers",
-        str(a.layers),
-        "--encoder-embed-dim",
-        str(a.dim),
-        "--encoder-ffn-embed-dim",
-        str(a.ffn),
-        "--encoder-attention-heads",
-        str(a.heads),
-    ]
 
 
 def write_veco_checkpoint(a, data_dir: str, path: str) -> None:
@@ -211,7 +181,7 @@ def write_veco_checkpoint(a, data_dir: str, path: str) -> None:
             "--max-positions",
             "512",
             "--cpu",
-            *veco_size_flags(a),
+            *encoder_size_flags(a),
         ],
     )
     args.tpu = False
@@ -547,9 +517,7 @@ def main(argv=None):
         "wall_seconds": wall,
     }
     if a.json:
-        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1, sort_keys=True)
+        write_json(a.json, result)
     return result
 
 

@@ -29,7 +29,6 @@ Objectives not in the table yet are reported as ``null``.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -41,6 +40,8 @@ import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # the shared helpers: tests/helpers
+from common import encoder_size_flags, write_json  # noqa: E402
+
 NOT_BUILT = [
     "align_mlm_time_ratio",
     "weam_time_ratio",
@@ -82,14 +83,7 @@ def fairseq_args(arch: str, extra: List[str]):
 
 def size_flags(a) -> List[str]:
     return [
-        "--encoder-layers",
-        str(a.layers),
-        "--encoder-embed-dim",
-        str(a.dim),
-        "--encoder-ffn-embed-dim",
-        str(a.ffn),
-        "--encoder-attention-heads",
-        str(a.heads),
+        *encoder_size_flags(a),
         "--dropout",
         "0.1",
         "--attention-dropout",
@@ -462,9 +456,7 @@ def main(argv=None):
         )
     )
     if a.json:
-        os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1, sort_keys=True)
+        write_json(a.json, result)
     return result
 
 
