@@ -1,1 +1,2 @@
-"""Scorers for model outputs (word-alignment AER, precision, recall, F1)."""
+"""Scorers for model outputs: word alignment (``aer``: AER, precision, recall, F1) and
+translation (``bleu``: detokenized sacreBLEU with its signature + WMT14 tokenized BLEU)."""
