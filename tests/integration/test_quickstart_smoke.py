@@ -1,4 +1,5 @@
-"""``scripts/quickstart.sh --smoke`` end to end, then re-runs that must not redo anything.
+"""``scripts/quickstart.sh --smoke`` (``python -m veco_plugin.quickstart``) end to end, then
+re-runs that must not redo anything.
 
 The smoke preset is the real pipeline at toy size: the gettext corpus (first 2,000 train
 pairs, about 40 valid/test pairs from held-out catalogs; the project's fixture text when the
@@ -7,6 +8,7 @@ of tlm pre-training, veco-init-nmt, 20 fine-tuning updates from each of veco / r
 (valid loss + greedy valid BLEU every 10), averaging the 2 checkpoints, beam 5 over every
 test sentence, BLEU, 5 dwa updates from the ca_mlm checkpoint, veco-align on 10 test pairs
 before and after, and the report. The first run takes 1.5-3 minutes on 2 cores.
+Which runs, labels and criteria to expect comes from the table of objectives.
 """
 
 import json
@@ -20,19 +22,18 @@ import time
 import pytest
 
 from tests.helpers.runner import REPO, env
+from veco_plugin.objectives import OBJECTIVES, objective
+from veco_plugin.quickstart.stages import RANDOM, labels
 
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
-INITS = ("veco", "xlm", "random")
+INITS = tuple(row.run for row in OBJECTIVES if row.translate) + (RANDOM,)
+ALIGNER = next(row for row in OBJECTIVES if row.aligns)  # and its starts_from: before/after
 STAGES = (
-    ["corpus", "data", "report"]
-    + [
-        f"{stage}-{init}"
-        for init in INITS
-        for stage in ("pretrain", "init", "finetune", "eval")
-        if not (init == "random" and stage in ("pretrain", "init"))
-    ]
-    + ["pretrain-dwa", "align"]
+    ["corpus", "data", "report", "align"]
+    + [f"pretrain-{row.run}" for row in OBJECTIVES]
+    + [f"init-{init}" for init in INITS if init != RANDOM]
+    + [f"{stage}-{init}" for init in INITS for stage in ("finetune", "eval")]
 )
 
 
@@ -83,7 +84,12 @@ def test_every_stage_ran_with_visible_progress(smoke):
     for stage in STAGES:
         assert re.search(rf"^== \[{stage}\] .* start", out, re.M), stage
         assert re.search(rf"^== \[{stage}\] .* done in \d+ s", out, re.M), stage
-        assert (smoke["run"] / "stamps" / f"{stage}.done").is_file()
+        with open(smoke["run"] / "stamps" / f"{stage}.done", encoding="utf-8") as f:
+            stamp = json.load(f)
+        assert stamp["seconds"] >= 0 and stamp["finished"], stage
+        # the stamp holds the exact command the log starts with
+        log = _lines(smoke["run"] / "logs" / f"{stage}.log")
+        assert log[0] == "$ " + " ".join(stamp["command"]), stage
     # fairseq's own progress lines reach the console, prefixed by their stage
     assert re.search(r"^\[pretrain-veco\] .*\| train_inner \| \{", out, re.M)
     assert re.search(r"^\[finetune-random\] .*\| valid \| \{.*valid_loss", out, re.M)
@@ -134,7 +140,7 @@ def test_report_numbers_are_finite_and_well_formed(smoke):
         if init == "random":
             assert pre is None
         else:
-            assert pre["criterion"] == {"veco": "ca_mlm", "xlm": "tlm"}[init]
+            assert pre["criterion"] == objective(init).criterion
             assert pre["updates"] == 20 and _is_finite(pre["valid_loss"])
     # the learning curve went down for every initialization
     for r in summary["results"].values():
@@ -144,17 +150,18 @@ def test_report_numbers_are_finite_and_well_formed(smoke):
     for ex in summary["examples"]:
         assert set(ex["hypotheses"]) == set(INITS) and ex["source"] and ex["reference"]
     table = (run / "results.md").read_text(encoding="utf-8")
-    for label in ("VECO (ca_mlm", "XLM (tlm)", "random initialization"):
-        row = next(line for line in table.splitlines() if line.startswith(f"| {label}"))
+    for label in (labels()[init] for init in INITS):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {label} |"))
         numbers = re.findall(r"\| (-?[0-9.]+) ", row)
         assert len(numbers) >= 4 and all(math.isfinite(float(x)) for x in numbers), row
     assert "sacreBLEU signature: `nrefs:1" in table
     align = summary["alignment"]
     assert align["pairs"] == len(_lines(run / "align" / "test.en")) > 0
-    assert align["dwa_updates"] == 5 and _is_finite(align["label_share"])
-    for model in ("veco", "dwa"):
+    after = ALIGNER.run
+    assert align[f"{after}_updates"] == 5 and _is_finite(align["label_share"])
+    for model in (ALIGNER.starts_from, after):
         assert len(_lines(run / "align" / f"{model}.align")) == align["pairs"]
-    assert len(align["examples"]) == 2 and all(ex["links"]["dwa"] for ex in align["examples"])
+    assert len(align["examples"]) == 2 and all(ex["links"][after] for ex in align["examples"])
     assert "## Word alignment" in table and "‖" in table
     assert table in smoke["proc"].stdout  # the table is printed
 
