@@ -314,8 +314,7 @@ class Sweep:
 def read_curve(log: str) -> List[Dict]:
     """Valid loss and BLEU per update of a fine-tuning log (the quickstart report's reader;
     imported here so that a bad flag fails before fairseq loads)."""
-    sys.path.insert(0, os.path.join(REPO, "scripts"))
-    from quickstart_report import learning_curve
+    from veco_plugin.quickstart.report import learning_curve
 
     return learning_curve(log)
 
