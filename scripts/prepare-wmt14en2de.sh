@@ -112,28 +112,31 @@ else
 fi
 [[ -f "$DICT" ]] || die "dictionary $DICT not found (--dict)"
 command -v fairseq-preprocess >/dev/null || die "fairseq-preprocess not on PATH (activate the venv)"
-WMT14=("$PYTHON" -m veco_plugin.cli.wmt14)  # veco-wmt14 with --python
+WMT14=("$PYTHON" -m veco_plugin.cli.wmt14 --prog "$(basename "$0")")  # veco-wmt14, --python
 
-# 1. Download what is missing.
+# 1. Download what is missing (--no-download: veco-wmt14 prepare refuses what is missing).
 mkdir -p "$RAW_DIR" "$TMP_DIR" "$DEST_DIR"
-"${WMT14[@]}" missing --pair "$PAIR" --raw-dir "$RAW_DIR" > "$TMP_DIR/missing.txt" \
-  || die "cannot inspect --raw-dir $RAW_DIR"
-while IFS=$'\t' read -r archive url; do
-  [[ -n "$archive" ]] || continue
-  [[ "$DOWNLOAD" == 1 ]] || die "$archive is not in $RAW_DIR (and --no-download): get $url"
-  echo "downloading $url" >&2
-  if command -v curl >/dev/null; then
-    curl -fL --retry 3 -o "$RAW_DIR/$archive.part" "$url" || die "download of $url failed; put $archive into --raw-dir"
-  else
-    wget -q -O "$RAW_DIR/$archive.part" "$url" || die "download of $url failed; put $archive into --raw-dir"
-  fi
-  mv "$RAW_DIR/$archive.part" "$RAW_DIR/$archive"
-done < "$TMP_DIR/missing.txt"
+NO_DOWNLOAD=(--no-download)
+if [[ "$DOWNLOAD" == 1 ]]; then
+  NO_DOWNLOAD=()
+  "${WMT14[@]}" missing --pair "$PAIR" --raw-dir "$RAW_DIR" > "$TMP_DIR/missing.txt" \
+    || die "cannot inspect --raw-dir $RAW_DIR"
+  while IFS=$'\t' read -r archive url; do
+    [[ -n "$archive" ]] || continue
+    echo "downloading $url" >&2
+    if command -v curl >/dev/null; then
+      curl -fL --retry 3 -o "$RAW_DIR/$archive.part" "$url" || die "download of $url failed; put $archive into --raw-dir"
+    else
+      wget -q -O "$RAW_DIR/$archive.part" "$url" || die "download of $url failed; put $archive into --raw-dir"
+    fi
+    mv "$RAW_DIR/$archive.part" "$RAW_DIR/$archive"
+  done < "$TMP_DIR/missing.txt"
+fi
 
 # 2. Extract, check, clean (train only), encode; raw valid/test into DEST_DIR.
 "${WMT14[@]}" prepare --pair "$PAIR" --raw-dir "$RAW_DIR" --work-dir "$TMP_DIR" \
   --dest-dir "$DEST_DIR" "${SUBWORD[@]}" --min-len "$MIN_LEN" --max-len "$MAX_LEN" \
-  --ratio "$RATIO" --workers "$WORKERS" --bad-utf8 "$BAD_UTF8"
+  --ratio "$RATIO" --workers "$WORKERS" --bad-utf8 "$BAD_UTF8" "${NO_DOWNLOAD[@]}"
 
 # 3. Binarize with the pre-trained dictionary, shared by both sides.
 fairseq-preprocess --user-dir "$USER_DIR" --source-lang "$SRC" --target-lang "$TGT" \

@@ -134,3 +134,21 @@ def test_missing_archives_accepts_plain_dev_text(tmp_path):
     missing = dict(wmt14.missing_archives("en-de", str(tmp_path)))
     assert "dev.tgz" not in missing and "test-full.tgz" not in missing
     assert missing["training-parallel-nc-v9.tgz"].startswith("http://statmt.org/wmt14/")
+
+
+def test_prepare_without_download_refuses_a_missing_archive_first(tmp_path):
+    cfg = wmt14.PrepareConfig(
+        pair="en-de",
+        raw_dir=str(tmp_path),
+        work_dir=str(tmp_path / "work"),
+        dest_dir=str(tmp_path / "bin"),
+        spm_model=str(tmp_path / "no.model"),
+        no_download=True,
+    )
+    with pytest.raises(VecoUserError) as err:
+        wmt14.prepare(cfg)
+    assert str(err.value) == (
+        f"training-parallel-europarl-v7.tgz is not in {tmp_path} (and --no-download): get "
+        "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz"
+    )
+    assert not (tmp_path / "work").exists()

@@ -32,6 +32,12 @@ def run_cli(
         sys.exit(status)
 
 
+def prog_from_argv(argv: Sequence[str], default: str) -> str:
+    """``NAME`` of a leading ``--prog NAME`` in ``argv`` (a shell stage that names itself
+    in the tool's error lines), else ``default``."""
+    return argv[1] if len(argv) > 1 and argv[0] == "--prog" else default
+
+
 def checkpoint_model_cfg(state: Dict[str, Any]) -> Any:
     """The model config of a fairseq checkpoint: ``cfg.model``, else the legacy ``args``."""
     cfg = state.get("cfg")

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..corpora import subwords, text
 from ..errors import VecoUserError
-from .common import run_cli
+from .common import prog_from_argv, run_cli
 
 PROG = "veco-spm"
 
@@ -99,8 +99,7 @@ def main(args: argparse.Namespace) -> None:
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
     """Console entry point ``veco-spm``; exits 1 with one line on a user error."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    prog = argv[1] if len(argv) > 1 and argv[0] == "--prog" else PROG
-    run_cli(prog, get_parser, main, VecoUserError, argv)
+    run_cli(prog_from_argv(argv, PROG), get_parser, main, VecoUserError, argv)
 
 
 if __name__ == "__main__":

@@ -13,23 +13,26 @@ and call the stock ``fairseq-*`` tools; they call this for what needs Python::
     veco-wmt14 score    --generate-output gen.txt --raw-src S --raw-ref R --tgt de ...
         hypotheses in original order, subwords decoded, sacreBLEU + tokenized BLEU
 
-The corpora, reading and cleaning rules: :mod:`veco_plugin.corpora.wmt14`; scoring:
+``--prog NAME`` (before the subcommand) names the calling script in error lines. The
+corpora, reading and cleaning rules: :mod:`veco_plugin.corpora.wmt14`; scoring:
 :mod:`veco_plugin.evaluation.bleu`.
 """
 
 import argparse
+import sys
 from typing import Optional, Sequence
 
 from ..corpora import wmt14
 from ..errors import VecoUserError
 from ..evaluation import bleu
-from .common import run_cli
+from .common import prog_from_argv, run_cli
 
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=wmt14.PROG, description="Text stages of the WMT14 En-De / En-Fr pipeline."
     )
+    parser.add_argument("--prog", default=wmt14.PROG, help="name shown in error lines")
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("missing", help="list archives not present in --raw-dir")
@@ -51,6 +54,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--bad-utf8", choices=["error", "drop"], default="error")
     p.add_argument("--chunk-size", type=int, default=100000)
+    p.add_argument(
+        "--no-download",
+        action="store_true",
+        help="first check that no archive is missing (the error names its URL)",
+    )
 
     s = sub.add_parser("score", help="collect hypotheses, decode, sacreBLEU + tok BLEU")
     s.add_argument("--generate-output", required=True)
@@ -83,6 +91,7 @@ def main(args: argparse.Namespace) -> None:
                 workers=args.workers,
                 drop_bad_utf8=args.bad_utf8 == "drop",
                 chunk_size=args.chunk_size,
+                no_download=args.no_download,
             )
         )
     else:
@@ -103,7 +112,8 @@ def main(args: argparse.Namespace) -> None:
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
     """Console entry point ``veco-wmt14``; exits 1 with one line on a user error."""
-    run_cli(wmt14.PROG, get_parser, main, VecoUserError, argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    run_cli(prog_from_argv(argv, wmt14.PROG), get_parser, main, VecoUserError, argv)
 
 
 if __name__ == "__main__":

@@ -351,6 +351,7 @@ class PrepareConfig:
     workers: int = 1
     drop_bad_utf8: bool = False
     chunk_size: int = 100000
+    no_download: bool = False  # refuse up front when an archive is missing
 
 
 def _encoder(cfg: PrepareConfig) -> Encoder:
@@ -415,6 +416,9 @@ def prepare(cfg: PrepareConfig) -> Dict[str, object]:
     """Valid/test (every sentence, raw text into DEST) and cleaned training pairs, all
     subword-encoded into WORK for fairseq-preprocess; the report in WORK/prepare.json."""
     train, valid, test = corpora_for(cfg.pair)
+    if cfg.no_download:
+        for archive, url in missing_archives(cfg.pair, cfg.raw_dir):
+            raise VecoUserError(f"{archive} is not in {cfg.raw_dir} (and --no-download): get {url}")
     encode = _encoder(cfg)
     os.makedirs(cfg.work_dir, exist_ok=True)
     os.makedirs(cfg.dest_dir, exist_ok=True)
