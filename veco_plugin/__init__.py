@@ -1,9 +1,10 @@
 """veco_plugin: a fairseq ``--user-dir`` for VECO, TLM and cross-lingual alignment objectives."""
 
-from . import checkpoint_io, errors, trusted_load
+from . import errors
+from .checkpoints import atomic, trusted_load
 
 trusted_load.install()
-checkpoint_io.install()
+atomic.install()
 errors.install()
 
 from . import criterions, models, tasks  # noqa: E402,F401  (register by import)

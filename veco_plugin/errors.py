@@ -35,9 +35,9 @@ def install() -> None:
     """Install the one-line ``sys.excepthook`` and the wrappers that turn fairseq's
     exceptions for recognised user mistakes (unusable checkpoints, truncated binarized
     data) into a ``VecoUserError``; idempotent."""
-    from . import checkpoint_errors
+    from .checkpoints import load_errors
     from .data import binarized
 
     wrap_once(sys, "excepthook", _one_line_excepthook, "one_line")
-    checkpoint_errors.install()
+    load_errors.install()
     binarized.install()

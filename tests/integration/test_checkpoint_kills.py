@@ -11,7 +11,7 @@ import time
 import torch
 
 from tests.helpers.runner import BIN, env, pretrain_args, run
-from veco_plugin.trusted_load import load_trusted
+from veco_plugin.checkpoints.trusted_load import load_trusted
 
 
 def _args(data, save, max_update, *extra):

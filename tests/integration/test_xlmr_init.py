@@ -4,7 +4,7 @@ import torch
 from fairseq import options, tasks
 
 from tests.helpers.runner import TINY, pretrain_args, roberta_checkpoint, run, train_cfg
-from veco_plugin.trusted_load import load_trusted
+from veco_plugin.checkpoints.trusted_load import load_trusted
 
 
 def test_initialize_from_roberta_then_cross_attention_only_schedule(pretrain_data, tmp_path):

@@ -14,8 +14,9 @@ import sys
 import pytest
 import torch
 
+from veco_plugin.checkpoints import averaging
+from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.cli import average_checkpoints as avg
-from veco_plugin.trusted_load import load_trusted
 
 PLUGIN = os.path.abspath(
     os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "veco_plugin")
@@ -154,7 +155,7 @@ def test_output_loads_like_a_training_checkpoint(runs, tmp_path):
 
 
 def test_upper_bound_and_explicit_files(runs):
-    picked = avg.select_checkpoints(runs["base"], 2, "update", upper_bound=5)
+    picked = averaging.select_checkpoints(runs["base"], 2, "update", upper_bound=5)
     assert [os.path.basename(p) for p in picked] == [
         "checkpoint_1_2.pt",
         "checkpoint_1_4.pt",
@@ -183,7 +184,7 @@ def test_fewer_checkpoints_than_asked_warns_with_count(runs, tmp_path, caplog):
     four = [
         load_trusted(os.path.join(runs["base"], n))
         for n in sorted(os.listdir(runs["base"]))
-        if avg._UPDATE_CKPT.match(n)
+        if averaging._UPDATE_CKPT.match(n)
     ]
     key = "decoder.layers.0.fc2.weight"
     exact = (torch.stack([s["model"][key] for s in four]).double().mean(0)).float()
@@ -222,16 +223,16 @@ def test_different_shapes_are_refused(runs):
     # same arch name, but one tensor narrowed (as a run with another size would have)
     w = states[1]["model"]["encoder.layers.0.fc1.weight"]
     states[1]["model"]["encoder.layers.0.fc1.weight"] = w[:-1]
-    with pytest.raises(avg.AverageError, match="encoder.layers.0.fc1.weight") as err:
-        avg.average_states(states, [a, b])
+    with pytest.raises(averaging.AverageError, match="encoder.layers.0.fc1.weight") as err:
+        averaging.average_states(states, [a, b])
     assert a in str(err.value) and b in str(err.value)
     del states[1]["model"]["encoder.layers.0.fc1.weight"]
-    with pytest.raises(avg.AverageError, match="different parameters"):
-        avg.average_states(states, [a, b])
+    with pytest.raises(averaging.AverageError, match="different parameters"):
+        averaging.average_states(states, [a, b])
 
 
 def test_directory_without_count_is_an_error(runs):
-    with pytest.raises(avg.AverageError, match="is a directory"):
+    with pytest.raises(averaging.AverageError, match="is a directory"):
         avg.resolve_inputs(_args("--inputs", runs["base"], "--output", "x"))
-    with pytest.raises(avg.AverageError, match="no update checkpoints"):
-        avg.select_checkpoints(str(runs["root"]), 3, "update")
+    with pytest.raises(averaging.AverageError, match="no update checkpoints"):
+        averaging.select_checkpoints(str(runs["root"]), 3, "update")

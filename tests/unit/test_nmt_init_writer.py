@@ -22,10 +22,10 @@ from tests.helpers.nmt import (
     translation_task,
 )
 from tests.helpers.toy import ToyTask, build, model_args, random_tokens
+from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.cli import init_nmt
 from veco_plugin.models.veco_transformer import VecoTransformerModel, dictionary_digest
 from veco_plugin.nmt_init import NmtInitError
-from veco_plugin.trusted_load import load_trusted
 
 
 @pytest.fixture

@@ -36,7 +36,8 @@ def test_plugin_hooks_are_installed_once():
 
     from fairseq import checkpoint_utils
 
-    from veco_plugin import errors, trusted_load
+    from veco_plugin import errors
+    from veco_plugin.checkpoints import trusted_load
 
     before = (sys.excepthook, checkpoint_utils.load_checkpoint_to_cpu)
     errors.install()

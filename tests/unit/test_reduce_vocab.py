@@ -18,8 +18,13 @@ from tests.helpers.nmt import (
     translation_task,
 )
 from tests.helpers.toy import build, model_args
+from veco_plugin.checkpoints.vocab_map import (
+    ReduceVocabError,
+    count_tokens,
+    read_vocab_map,
+    select_rows,
+)
 from veco_plugin.cli import reduce_vocab
-from veco_plugin.cli.reduce_vocab import ReduceVocabError, count_tokens, select_rows
 from veco_plugin.models.veco_transformer import dictionary_digest
 from veco_plugin.nmt_init import NmtInitError
 
@@ -65,7 +70,7 @@ def test_reduce_vocab_writes_dictionary_and_row_map(setup):
     assert rows == [0, 1, 2, 3] + [d.index(w) for w in words] + [d.index("<mask>")]
     reduced = Dictionary.load(str(tmp_path / "vocab" / "dict.txt"))
     reduced.add_symbol("<mask>")  # as the task does
-    old, symbols = reduce_vocab.read_vocab_map(str(tmp_path / "vocab" / "vocab_map.tsv"))
+    old, symbols = read_vocab_map(str(tmp_path / "vocab" / "vocab_map.tsv"))
     assert old == rows and symbols == reduced.symbols
     assert [d.symbols[r] for r in rows] == reduced.symbols
     assert reduced.count[reduced.index("w7")] == 2
@@ -77,7 +82,7 @@ def test_reduced_model_is_exact(setup):
     full = _init(tmp_path, tmp_path / "full.pt")
     vocab_map = str(tmp_path / "vocab" / "vocab_map.tsv")
     small = _init(tmp_path, tmp_path / "small.pt", "--vocab-map", vocab_map)
-    old, symbols = reduce_vocab.read_vocab_map(vocab_map)
+    old, symbols = read_vocab_map(vocab_map)
     # a token's embedding in the resized model equals its embedding before
     for key in ("encoder.embed_tokens.weight", "decoder.output_projection.weight"):
         assert small["model"][key].shape[0] == len(old) == 14

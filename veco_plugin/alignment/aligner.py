@@ -38,7 +38,7 @@ from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
-from ..cli.common import cfg_value
+from ..checkpoints.config import cfg_value
 from ..errors import VecoUserError
 from ..modules.pointer_network import split_pair
 from .filtering import argmax_links, itermax, self_label
@@ -126,7 +126,7 @@ def _read_checkpoint(path: str) -> Dict:
     check_checkpoint_path(path)
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(path)
-    except VecoUserError as exc:  # the plugin's own diagnosis (veco_plugin.checkpoint_errors)
+    except VecoUserError as exc:  # the plugin's own diagnosis (veco_plugin.checkpoints.load_errors)
         raise VecoUserError(
             str(exc) if str(exc).startswith("--path") else f"--path {exc}"
         ) from None

@@ -1,9 +1,9 @@
-"""What the console scripts share: logging set-up, one-line errors, checkpoint configs."""
+"""What the console scripts share: logging set-up and one-line errors."""
 
 import logging
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence, Type
+from typing import Callable, Optional, Sequence, Type
 
 from ..errors import VecoUserError
 
@@ -36,28 +36,3 @@ def prog_from_argv(argv: Sequence[str], default: str) -> str:
     """``NAME`` of a leading ``--prog NAME`` in ``argv`` (a shell stage that names itself
     in the tool's error lines), else ``default``."""
     return argv[1] if len(argv) > 1 and argv[0] == "--prog" else default
-
-
-def checkpoint_model_cfg(state: Dict[str, Any]) -> Any:
-    """The model config of a fairseq checkpoint: ``cfg.model``, else the legacy ``args``."""
-    cfg = state.get("cfg")
-    if cfg is not None and cfg.get("model") is not None:
-        return cfg["model"]
-    return state.get("args")
-
-
-def cfg_value(cfg: Any, key: str, default: Any = None) -> Any:
-    """``cfg.key`` of an argparse Namespace, dict or omegaconf config; ``default`` when
-    ``cfg`` is None or the value is absent or None."""
-    if cfg is None:
-        return default
-    try:
-        value = getattr(cfg, key, None)
-    except Exception:  # omegaconf struct mode raises on unknown keys
-        value = None
-    if value is None and hasattr(cfg, "get"):
-        try:
-            value = cfg.get(key)
-        except Exception:
-            value = None
-    return default if value is None else value

@@ -13,7 +13,7 @@ from typing import Any, List, Mapping, Optional
 
 from torch import Tensor
 
-from ..cli.common import cfg_value
+from ..checkpoints.config import cfg_value
 from ..models.layer_spec import count_layers
 from .keymap import NmtInitError
 

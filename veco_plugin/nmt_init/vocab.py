@@ -8,7 +8,7 @@ from typing import Any, List, Mapping, Optional
 
 from fairseq.data import Dictionary
 
-from ..cli.common import cfg_value
+from ..checkpoints.config import cfg_value
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from .keymap import NmtInitError
 
@@ -50,7 +50,7 @@ def _reduced_dictionary(
 ) -> TargetDictionary:
     """The dictionary of ``vocab_map`` (specials first, ``<mask>`` last), cross-checked
     with the pre-training dictionary when one is found."""
-    from ..cli.reduce_vocab import ReduceVocabError, read_vocab_map
+    from ..checkpoints.vocab_map import ReduceVocabError, read_vocab_map
 
     try:
         keep, symbols = read_vocab_map(vocab_map)

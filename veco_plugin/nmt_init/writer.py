@@ -21,8 +21,8 @@ from fairseq.data import Dictionary
 from fairseq.models import BaseFairseqModel
 from torch import Tensor
 
-from ..cli.common import checkpoint_model_cfg
-from ..cli.output import check_output, save_checkpoint
+from ..checkpoints.config import checkpoint_model_cfg
+from ..checkpoints.files import check_output, save_checkpoint
 from ..data.dictionary import MASK, DictionaryTask
 from ..models.veco_transformer import TIED_LAYER_MODULES
 from .keymap import InitReport, NmtInitError, init_nmt_state, parse_decoder_layers
@@ -53,7 +53,7 @@ class InitOptions:
 
 def load_pretrained(path: str) -> Dict[str, Any]:
     """The fairseq checkpoint at ``path`` (a dict with a ``model`` state dict)."""
-    from ..trusted_load import load_trusted
+    from ..checkpoints.trusted_load import load_trusted
 
     try:
         state = load_trusted(path)

@@ -22,8 +22,8 @@ from typing import Optional
 
 from fairseq.file_io import PathManager
 
-from .errors import VecoUserError
-from .patching import wrap_once
+from ..errors import VecoUserError
+from ..patching import wrap_once
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import threading
 
 import torch
 
-from .patching import wrap_once
+from ..patching import wrap_once
 
 _state = threading.local()
 _torch_load = torch.load

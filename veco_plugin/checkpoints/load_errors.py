@@ -18,9 +18,9 @@ from typing import Any, Dict, Optional, Tuple
 
 from fairseq.file_io import PathManager
 
-from .cli.common import cfg_value, checkpoint_model_cfg
-from .errors import VecoUserError
-from .patching import wrap_once
+from ..errors import VecoUserError
+from ..patching import wrap_once
+from .config import cfg_value, checkpoint_model_cfg
 
 _read: Dict[str, Tuple[str, str]] = {}  # path -> (arch, task) of the checkpoints read
 _last_read = [""]  # the path read most recently
