@@ -44,6 +44,7 @@ setup(
             "veco-average-checkpoints = veco_plugin.cli.average_checkpoints:cli_main",
             "veco-reduce-vocab = veco_plugin.cli.reduce_vocab:cli_main",
             "veco-gettext-corpus = veco_plugin.cli.gettext_corpus:cli_main",
+            "veco-gettext-dictionary = veco_plugin.cli.gettext_dictionary:cli_main",
             "veco-align = veco_plugin.cli.align:cli_main",
             "veco-aer = veco_plugin.cli.aer:cli_main",
             "veco-wmt14 = veco_plugin.cli.wmt14:cli_main",
