@@ -8,7 +8,12 @@ import pytest
 
 from tests.helpers.catalogs import write_mo
 from veco_plugin.cli import gettext_dictionary as cli
-from veco_plugin.corpora.gettext_dictionary import DictionaryConfig, split_by_word, word_pair
+from veco_plugin.corpora.gettext_dictionary import (
+    DictionaryConfig,
+    cleaning_config,
+    split_by_word,
+    word_pair,
+)
 
 SYSTEM_DE = Path("/usr/share/locale/de/LC_MESSAGES")
 CFG = DictionaryConfig("de", Path("unused"))
@@ -29,12 +34,12 @@ CFG = DictionaryConfig("de", Path("unused"))
     ],
 )
 def test_word_pair(msgid, msgstr, pair, reason):
-    assert word_pair(msgid, msgstr, CFG) == (pair, reason)
+    assert word_pair(msgid, msgstr, CFG, cleaning_config(CFG)) == (pair, reason)
 
 
 def test_keep_case():
     cfg = DictionaryConfig("de", Path("unused"), keep_case=True)
-    assert word_pair("_File", "_Datei", cfg) == (("File", "Datei"), None)
+    assert word_pair("_File", "_Datei", cfg, cleaning_config(cfg)) == (("File", "Datei"), None)
 
 
 def test_split_keeps_every_translation_of_a_word_on_one_side():

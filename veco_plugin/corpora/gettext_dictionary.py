@@ -60,11 +60,17 @@ class BilingualDictionary:
     skipped: Dict[str, str]
 
 
-def word_pair(msgid: str, msgstr: str, cfg: DictionaryConfig) -> Tuple[WordPair, Optional[str]]:
+def cleaning_config(cfg: DictionaryConfig) -> CorpusConfig:
+    """The corpus builder's cleaning settings for one-word entries."""
+    return CorpusConfig(cfg.tgt_lang, cfg.output, cfg.locale_dir, min_words=1)
+
+
+def word_pair(
+    msgid: str, msgstr: str, cfg: DictionaryConfig, cleaning: CorpusConfig
+) -> Tuple[WordPair, Optional[str]]:
     """One catalog entry as a (source word, target word) pair, or the reason it is not
-    one: the corpus builder's reasons, or ``not_a_word`` (several tokens, digits,
-    symbols on either side)."""
-    cleaning = CorpusConfig(cfg.tgt_lang, cfg.output, cfg.locale_dir, min_words=1)
+    one: the corpus builder's reasons (``cleaning``), or ``not_a_word`` (several
+    tokens, digits, symbols on either side)."""
     (en, x), reason = clean_pair(msgid, msgstr, cleaning)
     en, x = en.strip(_EDGE_PUNCT + " "), x.strip(_EDGE_PUNCT + " ")
     if not cfg.keep_case:
@@ -94,7 +100,8 @@ def build_dictionary(cfg: DictionaryConfig) -> BilingualDictionary:
     """Read every catalog of ``cfg.tgt_lang`` and split its word pairs."""
     if cfg.held_out_words < 0:
         raise CorpusError(f"--held-out-words must be >= 0, got {cfg.held_out_words}")
-    paths = find_catalogs(CorpusConfig(cfg.tgt_lang, cfg.output, cfg.locale_dir))
+    cleaning = cleaning_config(cfg)
+    paths = find_catalogs(cleaning)
     counts, skipped, pairs = DropCounts(), {}, set()
     for path in paths:
         try:
@@ -103,7 +110,7 @@ def build_dictionary(cfg: DictionaryConfig) -> BilingualDictionary:
             skipped[path.stem] = str(err)
             continue
         for msgid, msgstr in entries:
-            pair, reason = word_pair(msgid, msgstr, cfg)
+            pair, reason = word_pair(msgid, msgstr, cfg, cleaning)
             if reason is None and pair in pairs:
                 reason = "duplicate"
             counts.read += 1
