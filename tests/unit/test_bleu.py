@@ -98,3 +98,8 @@ def test_score_refuses_sources_and_references_of_different_length(tmp_path):
     )
     with pytest.raises(VecoUserError, match="src.en has 1 lines but .*ref.de has 2"):
         bleu.score(cfg)
+
+
+def test_missing_generate_output_is_a_user_error(tmp_path):
+    with pytest.raises(VecoUserError, match="gen.out: no such fairseq-generate output"):
+        bleu.read_hypotheses(str(tmp_path / "gen.out"), 1)

@@ -97,3 +97,11 @@ def test_check_max_positions(tmp_path):
     subwords.check_max_positions([str(path)], 6, extra=1)
     (tmp_path / "empty").write_text("")
     subwords.check_max_positions([str(tmp_path / "empty")], 2)
+
+
+def test_spm_encode_names_its_own_flag_for_a_missing_model(tmp_path, capsys):
+    from veco_plugin.cli import spm
+
+    with pytest.raises(SystemExit):
+        spm.cli_main(["encode", "--model", str(tmp_path / "no.model"), "a", "b"])
+    assert "not found (--model)" in capsys.readouterr().err

@@ -104,3 +104,9 @@ def test_drop_counts_keep_or_count_the_reason():
 def test_ratio_exceeds():
     assert not text.ratio_exceeds(2, 3, 1.5)
     assert text.ratio_exceeds(2, 4, 1.5) and text.ratio_exceeds(4, 2, 1.5)
+
+
+@pytest.mark.parametrize("name", ["missing.txt", "missing.txt.gz"])
+def test_missing_input_is_a_user_error_naming_it(tmp_path, name):
+    with pytest.raises(VecoUserError, match=f"{name}: no such file"):
+        text.read_lines_strict(str(tmp_path / name))

@@ -65,6 +65,7 @@ def _pairs(files: Sequence[str]) -> List[Tuple[str, str]]:
 
 
 def _encode(model: str, files: Sequence[str], workers: int, dict_path: Optional[str]) -> None:
+    subwords.load_sentencepiece(model, "--model")  # a missing/bad model names this tool's flag
     subwords.encode_files(model, _pairs(files), workers)
     if dict_path and not os.path.exists(dict_path):
         subwords.write_dictionary(model, dict_path)

@@ -38,7 +38,10 @@ def normalize(text: str) -> str:
 
 
 def open_bytes(path: str) -> BinaryIO:
-    """``path`` opened for binary reading, gunzipped when it ends in ``.gz``."""
+    """``path`` opened for binary reading, gunzipped when it ends in ``.gz``; a missing
+    file is a :class:`VecoUserError` naming it."""
+    if not os.path.isfile(path):
+        raise VecoUserError(f"{path}: no such file")
     if path.endswith(".gz"):
         return cast(BinaryIO, gzip.open(path, "rb"))
     return open(path, "rb")

@@ -30,6 +30,8 @@ def read_hypotheses(path: str, expected: int) -> List[str]:
     Exactly one ``H-<id>`` per id ``0 .. expected-1`` is required.
     """
     hyps: Dict[int, str] = {}
+    if not os.path.isfile(path):
+        raise VecoUserError(f"{path}: no such fairseq-generate output")
     with open(path, encoding="utf-8") as f:
         for line in f:
             m = _HYP.match(line.rstrip("\n"))
