@@ -30,6 +30,10 @@ class VecoPairDataset(FairseqDataset):
     with ``bos`` (XLM-R layout).
 
     ``concat``: also collate the TLM concatenation ``x ‖ y`` (bilingual batches).
+    ``links``: the word alignments of a bitext, indexed like ``first``
+    (:class:`~veco_plugin.data.word_links.VecoWordLinks`): each item then carries its
+    piece links and batches a ``links`` matrix (WEAM's A, eq. 5); links beyond a
+    truncated side are dropped with a counted warning.
     Token cost of a pair = the padded positions its batch holds: ``2 * max(|x|, |y|)``
     for the stacked pair, ``+ 2 * max(|x|, |y|)`` (a bound on ``|x| + |y|``) for the
     concatenation, so a batch's padded tensors never exceed ``--max-tokens``.
@@ -48,6 +52,7 @@ class VecoPairDataset(FairseqDataset):
         seed: int = 1,
         shuffle: bool = True,
         concat: bool = True,
+        links=None,
     ):
         super().__init__()
         self.first, self.second = first, second
@@ -74,6 +79,32 @@ class VecoPairDataset(FairseqDataset):
         )
         self.sizes = self.lengths.max(axis=1)
         self.pad = scheme.pad_idx
+        self.links = links
+        if links is not None:
+            self._count_dropped_links(np.flatnonzero(too_long[keep]))
+
+    def _count_dropped_links(self, truncated: np.ndarray) -> None:
+        """Warn once about the piece links that truncation drops (only truncated pairs
+        can drop any, so only those are mapped here)."""
+        dropped = sum(self._links(i)[1] for i in truncated)
+        if dropped:
+            logger.warning(
+                "%s: dropping %d word-alignment piece links beyond %d tokens per side in "
+                "%d truncated pairs",
+                self.name,
+                dropped,
+                self.max_len,
+                len(truncated),
+            )
+
+    def _links(self, index: int):
+        """Piece links (m, 2) of pair ``index`` in its sides' positions, and the number
+        dropped by truncation (see ``word_links.piece_links``)."""
+        la, lb = self.lengths[index]
+        line = self.first_index[index]
+        return self.links.pieces(
+            line, self.first[line], self.second[self.second_index[index]], la, lb
+        )
 
     @classmethod
     def adjacent(cls, corpus, **kwargs) -> "VecoPairDataset":
@@ -82,10 +113,11 @@ class VecoPairDataset(FairseqDataset):
         return cls(corpus, corpus, evens, evens + 1, **kwargs)
 
     @classmethod
-    def parallel(cls, src, tgt, **kwargs) -> "VecoPairDataset":
-        """Translation pairs; the two sides must be line-aligned."""
+    def parallel(cls, src, tgt, *, links=None, **kwargs) -> "VecoPairDataset":
+        """Translation pairs; the two sides (and ``links``, one entry per line, if
+        given) must be line-aligned."""
         index = np.arange(len(src))
-        return cls(src, tgt, index, index, **kwargs)
+        return cls(src, tgt, index, index, links=links, **kwargs)
 
     def __len__(self):
         return len(self.sizes)
@@ -112,7 +144,10 @@ class VecoPairDataset(FairseqDataset):
         y = self._side(self.second[self.second_index[index]], lb)
         x_in, x_tgt = self.scheme.apply(x, rng)
         y_in, y_tgt = self.scheme.apply(y, rng)
-        return {"id": index, "x": x_in, "y": y_in, "x_target": x_tgt, "y_target": y_tgt}
+        item = {"id": index, "x": x_in, "y": y_in, "x_target": x_tgt, "y_target": y_tgt}
+        if self.links is not None:
+            item["links"] = self._links(index)[0]
+        return item
 
     def num_tokens(self, index):
         return int(self.num_tokens_vec(np.array([index]))[0])
@@ -133,7 +168,11 @@ class VecoPairDataset(FairseqDataset):
         * ``pair_tokens``/``pair_target`` (2B, T): rows ``:B`` are x, ``B:`` are y
           (the two-stream layout of ``VecoModel.forward_two_stream``);
         * with ``concat``: ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y``
-          for TLM, and ``first_lengths`` (B,) = |x| per row.
+          for TLM, and ``first_lengths`` (B,) = |x| per row;
+        * when the pairs have word alignments: ``links`` (B, W, W) bool, W =
+          ``pair_tokens.size(1)``: ``links[b, i, j]`` = position ``i`` of x_b (``<s>`` at
+          0, as in ``pair_tokens[b]`` and ``split_pair``'s x half) is linked to position
+          ``j`` of y_b; all False for a pair without alignments in a mixed batch.
         """
         if not samples:
             return None
@@ -154,4 +193,19 @@ class VecoPairDataset(FairseqDataset):
             batch["concat_tokens"] = pad([np.concatenate(p) for p in zip(xs, ys)])
             batch["concat_target"] = pad([np.concatenate(p) for p in zip(xt, yt)])
             batch["first_lengths"] = torch.LongTensor([len(x) for x in xs])
+        if any("links" in s for s in samples):
+            batch["links"] = self._collate_links(samples, batch["pair_tokens"].size(1))
         return batch
+
+    @staticmethod
+    def _collate_links(samples: List[Dict], width: int) -> torch.Tensor:
+        """(B, W, W) bool from each sample's (m, 2) position links."""
+        flat = [
+            b * width * width + s["links"][:, 0] * width + s["links"][:, 1]
+            for b, s in enumerate(samples)
+            if "links" in s
+        ]
+        links = torch.zeros(len(samples) * width * width, dtype=torch.bool)
+        if flat:
+            links[torch.from_numpy(np.concatenate(flat))] = True
+        return links.view(len(samples), width, width)
