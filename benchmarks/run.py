@@ -191,18 +191,16 @@ def pretraining(a) -> Dict[str, float]:
         name: build_criterion(criterion, task, **settings)
         for name, (criterion, settings) in benchmark_variants().items()
     }
-    vecos = {}  # one veco per model shape: with XLM-Align's pointer network or without
+    vecos = {}  # one veco per model shape: the extensions its terms add (pointer network, ...)
     for criterion in objectives.values():
-        pointer = criterion.uses_pointer_network
-        if pointer not in vecos:
+        if criterion.extensions not in vecos:
             torch.manual_seed(a.seed)
             veco = models.ARCH_MODEL_REGISTRY["veco_base"].build_model(
                 fairseq_args("veco_base", size_flags(a)), task
             )
-            if pointer:
-                veco.build_pointer_network()
-            vecos[pointer] = veco.to(a.device)
-    model_of = {name: vecos[c.uses_pointer_network] for name, c in objectives.items()}
+            criterion.extend_model(veco)
+            vecos[criterion.extensions] = veco.to(a.device)
+    model_of = {name: vecos[c.extensions] for name, c in objectives.items()}
 
     def mlm_loss(model):
         # fairseq's own masked_lm on the same sentences: every x and y its own sequence

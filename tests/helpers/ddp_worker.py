@@ -61,7 +61,7 @@ def main(backend, criterion_name, rank, world, port, out):
     elif criterion_name == "tlm":  # tlm never uses the cross-attention
         criterion, find_unused = build_criterion("tlm", task), True
     else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
-        model.build_pointer_network()
+        model.build_extension("pointer")
         settings = {"ddp_backend": backend, "find_unused_parameters": True}
         criterion, find_unused = build_criterion("dwa", task, **settings), True
         bi_count = (world - 1) * PAIRS_PER_RANK if rank < 0 else (0 if rank == world - 1 else None)

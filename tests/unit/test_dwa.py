@@ -9,13 +9,14 @@ import torch.nn.functional as F
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.alignment import self_label
 from veco_plugin.objectives import build_criterion
+from veco_plugin.terms.word_alignment import DenoisingAlignmentTerm
 
 LAYERS = 3
 
 
 def _model(d, **overrides):
     model = build("veco_tiny", d, seed=0, encoder_layers=LAYERS, **overrides)
-    model.build_pointer_network()
+    model.build_extension("pointer")
     return model
 
 
@@ -89,7 +90,8 @@ def test_dwa_term_is_algorithm_1_pair_by_pair():
     batch = pair_batch(d)
     criterion = _criterion(d)
     _, _, log = criterion(model, {"bi": batch})
-    layers = criterion.layers(LAYERS)
+    (term,) = [t for t in criterion.terms if isinstance(t, DenoisingAlignmentTerm)]
+    layers = term.resolve_layers(LAYERS)
     assert layers == {"label": 2, "dwa": 3}  # round(3 * 10/12), the last
     loss, links, labels = _by_hand(model, d, batch, layers["label"], layers["dwa"])
     assert labels > 0

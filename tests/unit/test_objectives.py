@@ -13,6 +13,7 @@ from veco_plugin.objectives import (
     criterion_config,
     objective,
 )
+from veco_plugin.terms import key_of
 
 
 def test_every_row_is_a_registered_masked_terms_criterion():
@@ -52,15 +53,14 @@ def test_benchmark_variants_build_with_their_settings(variant):
 def test_loss_is_the_explicitly_weighted_sum_of_the_logged_terms(name, settings):
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0)
-    if CRITERION_REGISTRY[name].uses_pointer_network:
-        model.build_pointer_network()
-    model.eval()  # same dropout-free forward for both criteria
     criterion = build_criterion(name, ToyTask(d), **settings)
+    criterion.extend_model(model)
+    model.eval()  # same dropout-free forward for both criteria
     sample = {"mono": pair_batch(d, seed=0), "bi": pair_batch(d, seed=1)}
     loss, _, log = criterion(model, sample)
     terms = [k[: -len("_loss")] for k in log if k.endswith("_loss") and k != "loss"]
-    assert set(terms) <= set(criterion.weights)
-    weighted = sum(criterion.weights[t] * log[f"{t}_loss"] for t in terms)
+    assert {key_of(t) for t in terms} <= set(criterion.weights)
+    weighted = sum(criterion.weights[key_of(t)] * log[f"{t}_loss"] for t in terms)
     torch.testing.assert_close(loss, weighted)
     unweighted, _, _ = build_criterion(name, ToyTask(d))(model, sample)
     assert not torch.allclose(loss, unweighted)

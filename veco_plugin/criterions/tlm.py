@@ -4,14 +4,7 @@ from dataclasses import dataclass
 
 from fairseq.criterions import register_criterion
 
-from .masked_terms import (
-    MaskedTermsConfig,
-    MaskedTermsCriterion,
-    mlm_request,
-    mlm_term,
-    tlm_request,
-    tlm_term,
-)
+from .masked_terms import MaskedTermsConfig, MaskedTermsCriterion
 
 
 @dataclass
@@ -27,14 +20,3 @@ class TlmCriterion(MaskedTermsCriterion):
     @staticmethod
     def term_weights(cfg):
         return {"mono_mlm": cfg.mlm_weight, "bi_tlm": cfg.tlm_weight}
-
-    def requests(self, kind, batch):
-        if kind == "bi":
-            return {"bi_tlm": tlm_request(batch, self.padding_idx, self.cfg.tlm_reset_positions)}
-        return {f"{kind}_mlm": mlm_request(batch, self.padding_idx)}
-
-    def add_terms(self, kind, batch, outputs, terms):
-        if kind == "bi":
-            terms["bi_tlm"] = tlm_term(batch, outputs["bi_tlm"], self.padding_idx)
-        else:
-            terms[f"{kind}_mlm"] = mlm_term(batch, outputs[f"{kind}_mlm"], self.padding_idx)

@@ -10,6 +10,7 @@ import logging
 from typing import Any, Dict, Optional, Sequence
 
 import torch
+import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta import RobertaEncoder, RobertaModel
 from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
@@ -20,6 +21,7 @@ from torch import Tensor
 from ..errors import VecoUserError
 from ..modules.pointer_network import VecoPointerNetwork, split_pair, word_positions
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
+from ..modules.word_exchange import VecoWordExchangeHead, exchange
 from .flag_checks import check_model_flags
 
 logger = logging.getLogger(__name__)
@@ -55,7 +57,12 @@ class VecoModel(RobertaModel):
           a concatenated pair, see ``pointer_network.split_pair``) -> ``pointer``
           ``{"forward", "backward"}`` (B, W, W) log-probabilities of XLM-Align's
           pointer network on layer ``l`` (eqs. 11-13) and ``"x_real"``, ``"y_real"``
-          (B, W) word-piece masks; needs ``build_pointer_network()``.
+          (B, W) word-piece masks; needs ``build_extension("pointer")``.
+          ``exchange`` ``{"links": (B, W, W) bool, "first_lengths": (B,),
+          "select_x": (B, W), "select_y": (B, W)}`` (``tokens`` a concatenated pair,
+          links in the pair layout) -> ``exchange_logits`` (M', V): WEAM's
+          cross-lingual prediction (eqs. 5-8) from the last layer at the selected
+          positions, x's rows then y's (row-major); needs ``build_extension("exchange")``.
       ``"self_label"``: ``tokens`` (B, T), ``layer`` l -> ``hidden`` (B, T, C) of layer
           l, computed without gradient and without dropout (XLM-Align's alignment
           self-labelling, Algorithm 1 line 6); ``first_lengths`` as ``plug_out``.
@@ -75,6 +82,7 @@ class VecoModel(RobertaModel):
     def __init__(self, args, encoder):
         super().__init__(args, encoder)
         self.pointer: Optional[VecoPointerNetwork] = None
+        self.exchange: Optional[VecoWordExchangeHead] = None
         self.initialized_from_state = False  # set by load_state_dict (checkpoint, XLM-R)
 
     @staticmethod
@@ -126,6 +134,7 @@ class VecoModel(RobertaModel):
         first_lengths: Optional[Tensor] = None,
         layers: Sequence[int] = (),
         pointer: Optional[Dict[str, Any]] = None,
+        exchange: Optional[Dict[str, Any]] = None,
     ) -> Dict[str, Any]:
         encoder = self.sentence_encoder
         positions = None
@@ -139,11 +148,30 @@ class VecoModel(RobertaModel):
             out["logits"] = self._logits(last.transpose(0, 1), masked)
         if pointer:
             out["pointer"] = self._point(tokens, hidden[pointer["layer"]], pointer)
+        if exchange:
+            out["exchange_logits"] = self._exchange(last.transpose(0, 1), **exchange)
         return out
+
+    def _exchange(
+        self,
+        last: Tensor,
+        links: Tensor,
+        first_lengths: Tensor,
+        select_x: Tensor,
+        select_y: Tensor,
+    ) -> Tensor:
+        """WEAM eqs. 5-8 on ``last`` (B, T, C) = H^L of the concatenated pair."""
+        if self.exchange is None:
+            raise ValueError("this veco model has no word-exchange head (build_extension)")
+        x, y = split_pair(last, first_lengths, links.size(1))  # (B, W, C)
+        x_read, y_read = exchange(x, y, links)  # eq. 5
+        features = torch.cat([self.exchange(x_read)[select_x], self.exchange(y_read)[select_y]])
+        head = self.encoder.lm_head  # eq. 8: linear(.) . e_k with the tied embeddings
+        return F.linear(head.layer_norm(features), head.weight) + head.bias
 
     def _point(self, tokens: Tensor, hidden: Tensor, pointer: Dict[str, Any]) -> Dict[str, Tensor]:
         if self.pointer is None:
-            raise ValueError("this veco model has no pointer network (build_pointer_network)")
+            raise ValueError("this veco model has no pointer network (build_extension)")
         d = self.encoder.dictionary
         lengths, width = pointer["first_lengths"], pointer["width"]
         x_real, y_real = word_positions(tokens, lengths, width, d.pad(), d.bos(), d.eos())
@@ -203,32 +231,42 @@ class VecoModel(RobertaModel):
     def cross_attention_parameters(self):
         return self.sentence_encoder.cross_attention_parameters()
 
-    def build_pointer_network(self) -> None:
-        """Add XLM-Align's pointer network (``dwa``), as fairseq's RoBERTa adds
-        classification heads: ``pointer.*`` in the state dict."""
-        self.pointer = VecoPointerNetwork(self.args.encoder_embed_dim)
-        self.pointer.apply(init_bert_params)
+    def build_extension(self, name: str) -> None:
+        """Add a part some objectives need, as fairseq's RoBERTa adds classification
+        heads (``<name>.*`` in the state dict; a no-op when present): ``pointer``,
+        XLM-Align's pointer network (``bi_dwa``), or ``exchange``, WEAM's eqs. 6-7
+        (``bi_cp``)."""
+        if getattr(self, name) is None:
+            module = EXTENSIONS[name](self.args.encoder_embed_dim)
+            module.apply(init_bert_params)
+            setattr(self, name, module)
 
     def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
         self.initialized_from_state = True
         return super().load_state_dict(state_dict, strict, model_cfg, args)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """RoBERTa's upgrade, then the pointer network: a state without one (a
+        """RoBERTa's upgrade, then the extensions: a state without one (a
         ``ca_mlm``/``tlm``/XLM-R checkpoint starting ``dwa``) keeps this model's fresh
         one; a model without one drops the state's (a ``dwa`` checkpoint read by
         another objective)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        theirs = [k for k in state_dict if k.startswith(prefix + "pointer.")]
-        if self.pointer is None and theirs:
-            logger.info("dropping the checkpoint's pointer network (%d tensors)", len(theirs))
-            for k in theirs:
-                del state_dict[k]
-        elif self.pointer is not None and not theirs:
-            logger.info("the pointer network starts random (not in the checkpoint)")
-            for k, v in self.pointer.state_dict().items():
-                state_dict[prefix + "pointer." + k] = v
+        for extension in EXTENSIONS:
+            mine = getattr(self, extension)
+            theirs = [k for k in state_dict if k.startswith(f"{prefix}{extension}.")]
+            if mine is None and theirs:
+                logger.info("dropping the checkpoint's %s (%d tensors)", extension, len(theirs))
+                for k in theirs:
+                    del state_dict[k]
+            elif mine is not None and not theirs:
+                logger.info("the %s starts random (not in the checkpoint)", extension)
+                for k, v in mine.state_dict().items():
+                    state_dict[f"{prefix}{extension}.{k}"] = v
+
+
+# parts some objectives add to the model (``build_extension``): name -> module(C)
+EXTENSIONS = {"pointer": VecoPointerNetwork, "exchange": VecoWordExchangeHead}
 
 
 def swap_halves(x: Tensor, dim: int) -> Tensor:
@@ -283,6 +321,8 @@ def veco_large(args):
     veco_base_architecture(args)
 
 
+_EXTENSION_PREFIXES = tuple(f"{name}." for name in EXTENSIONS)
+
 # Keys of a fairseq XLM-R/RoBERTa state dict that VECO does not have a use for.
 _XLMR_EXTRA_PREFIXES = ("classification_heads.",)
 
@@ -333,7 +373,7 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
             )
     missing, _ = model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
     random_modules = sorted({k.rsplit(".", 1)[0] for k in missing})
-    bad = [k for k in missing if ".cross_attn" not in k and not k.startswith("pointer.")]
+    bad = [k for k in missing if ".cross_attn" not in k and not k.startswith(_EXTENSION_PREFIXES)]
     if bad:
         raise VecoUserError(f"{source}: missing non-cross-attention weights, e.g. {bad[0]}")
     logger.info(

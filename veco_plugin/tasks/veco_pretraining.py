@@ -19,7 +19,6 @@ from typing import List, Optional
 import numpy as np
 import torch
 from fairseq import checkpoint_utils
-from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
@@ -30,6 +29,7 @@ from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
+from ..data.word_links import load_word_links
 from ..data.zip_dataset import VecoZipDataset
 from ..errors import VecoUserError
 from ..models.veco import load_xlmr_into_veco
@@ -172,6 +172,8 @@ class VecoPretrainingTask(FairseqTask):
         self.mask_idx = dictionary.index(MASK)
         self.mono_langs = _split_list(cfg.mono_langs)
         self.bi_pairs = _split_list(cfg.bi_pairs)
+        self._model = None  # the last model built: build_criterion extends it
+        self._warm_start = False  # the criterion's terms fail from random weights
 
     @classmethod
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
@@ -270,8 +272,11 @@ class VecoPretrainingTask(FairseqTask):
                 f"{len(sides[1])} lines: the raw text sides must be line-aligned (a stray "
                 "carriage return inside a line is the usual cause: strip \\r and re-binarize)"
             )
+        # DATA/bi/<pair>/<split>.align.<pair>.*: fairseq-preprocess --align-suffix (WEAM)
+        links = load_word_links(directory, split, src, tgt, self.dictionary, sides)
         return VecoPairDataset.parallel(
             *sides,
+            links=links,
             name=f"bi/{pair}/{split}",
             bos=self.dictionary.bos(),
             max_len=self.cfg.max_bi_positions,
@@ -323,26 +328,30 @@ class VecoPretrainingTask(FairseqTask):
 
     # --- model and schedule -----------------------------------------------------------
 
-    def _objective(self, attribute: str) -> bool:
-        """A class attribute of the criterion this run trains (``uses_pointer_network``,
-        ``needs_warm_start``); False for every other criterion."""
-        return getattr(CRITERION_REGISTRY.get(self.cfg.criterion), attribute, False)
-
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        if self._objective("uses_pointer_network"):
-            model.build_pointer_network()
         if self.cfg.pretrained_xlmr and not from_checkpoint:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
                 raise VecoUserError(f"--pretrained-xlmr {path}: no such file")
             state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
+        self._model = model
         return model
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        """The criterion, and the model parts its terms need (XLM-Align's pointer
+        network, WEAM's exchange head) added to the model this task built: fairseq-train
+        builds the model, then the criterion, then the optimizer and loads checkpoints."""
+        criterion = super().build_criterion(cfg, from_checkpoint)
+        self._warm_start = getattr(criterion, "needs_warm_start", False)
+        if self._model is not None and hasattr(criterion, "extend_model"):
+            criterion.extend_model(self._model)
+        return criterion
 
     def begin_epoch(self, epoch, model):
         super().begin_epoch(epoch, model)
-        if self._objective("needs_warm_start") and not model.initialized_from_state:
+        if self._warm_start and not model.initialized_from_state:
             logger.warning(
                 "!!! --criterion %s starts from RANDOM weights: its self-labelled alignments "
                 "will be noise (XLM-Align needs a cold start). Start from a ca_mlm/tlm "

@@ -1,0 +1,78 @@
+"""What a loss term is: a family of named terms computed from one model call."""
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+
+class VecoTerm:
+    """A family of loss terms, identified by ``keys`` (``--terms`` names such as
+    ``mono_mlm`` or ``bi_tlm``; a key is ``<sub-batch>_<term>`` or, for terms that
+    read no batch, a bare name such as ``align``).
+
+    A criterion holds the families whose keys carry a non-zero weight and, each step:
+
+    1. ``requests(kind, batch, requests)`` per sub-batch (``mono``/``bi``) and
+       ``shared_requests(requests)`` once: add or extend the model requests (see
+       ``VecoModel.forward``); families may share a request (DWA's pointer and WEAM's
+       exchange ride on the TLM forward);
+    2. the model is called once with all requests;
+    3. ``add(kind, batch, outputs, terms)`` and ``add_shared(outputs, sample_size,
+       terms)`` turn outputs into logged terms: ``terms[name] = {"key": key, "loss":
+       summed loss, "n": count, "correct": count}`` (token terms) or ``{"key", "loss"}``
+       plus ``"counts"``: summable counters logged by the family's ``reduce_metrics``.
+       The criterion's loss is Σ weight[key] * loss.
+
+    ``extensions`` names model parts the family needs (``VecoModel.build_extension``);
+    ``warm_start``: the family fails from random weights (the task warns)."""
+
+    keys: Tuple[str, ...] = ()
+    extensions: Tuple[str, ...] = ()
+    warm_start = False
+
+    def __init__(self, cfg: Any, task: Any, weights: Mapping[str, float]):
+        self.cfg = cfg
+        self.task = task
+        self.pad = task.source_dictionary.pad()
+        self.weights = weights
+
+    def on(self, key: str) -> bool:
+        return self.weights.get(key, 0.0) != 0.0
+
+    def prepare(self, model: Any) -> None:
+        """Called with the (wrapped) model before each step's requests."""
+
+    def requests(self, kind: str, batch: Dict, requests: Dict[str, Dict[str, Any]]) -> None:
+        pass
+
+    def shared_requests(self, requests: Dict[str, Dict[str, Any]]) -> None:
+        pass
+
+    def add(self, kind: str, batch: Dict, outputs: Dict, terms: Dict[str, Dict]) -> None:
+        pass
+
+    def add_shared(self, outputs: Dict, sample_size: Any, terms: Dict[str, Dict]) -> None:
+        pass
+
+    @staticmethod
+    def reduce_metrics(logging_outputs: List[Dict]) -> None:
+        """Log the family's own counters (token terms are logged by the criterion)."""
+
+
+def inner_model(model: Any) -> Any:
+    """The VecoModel under fairseq's data-parallel wrappers."""
+    while hasattr(model, "module"):
+        model = model.module
+    return model
+
+
+def key_of(name: str) -> str:
+    """The ``--terms`` key of a logged term name (``bi_x_ca`` -> ``bi_ca``)."""
+    parts = name.split("_")
+    if len(parts) == 3 and parts[1] in ("x", "y"):
+        return f"{parts[0]}_{parts[2]}"
+    return name
+
+
+def kind_of(key: str) -> Optional[str]:
+    """The sub-batch a key reads (``mono``/``bi``), None for batch-free terms."""
+    head = key.split("_", 1)[0]
+    return head if head in ("mono", "bi") else None

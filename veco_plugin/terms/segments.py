@@ -1,0 +1,68 @@
+"""Masked LM over each segment of a pair on its own (``<kind>_mlm``) and VECO's
+CA-MLM cross terms (``<kind>_ca``, eqs. 12-13), for ``mono`` and ``bi`` sub-batches."""
+
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+
+from .base import VecoTerm
+from .scores import masked_cross_entropy, summed, targets_at, token_scores
+
+
+@dataclass
+class CaSettings(FairseqDataclass):
+    no_stop_gradient: bool = field(
+        default=False,
+        metadata={
+            "help": "let the cross terms back-propagate into H^L (ablation; paper detaches it)"
+        },
+    )
+
+
+class SegmentTerms(VecoTerm):
+    """With a ``<kind>_ca`` weight: one two-stream request per sub-batch (``pair_tokens``
+    (2B, T): rows :B the x̂, rows B: the paired ŷ) gives the H-stream terms
+    ``<kind>_x_mlm``, ``<kind>_y_mlm`` (eqs. 10-11) and the S-stream terms
+    ``<kind>_x_ca``, ``<kind>_y_ca``. Without: a plug-out request gives ``<kind>_mlm``
+    (XLM's MLM), one term over both segments."""
+
+    keys = ("mono_mlm", "bi_mlm", "mono_ca", "bi_ca")
+
+    def requests(self, kind, batch, requests):
+        mlm, ca = self.on(f"{kind}_mlm"), self.on(f"{kind}_ca")
+        masked = batch["pair_target"].ne(self.pad)
+        if ca:
+            requests[f"{kind}_streams"] = {
+                "mode": "two_stream",
+                "tokens": batch["pair_tokens"],
+                "masked": masked,
+                "stop_gradient": not self.cfg.no_stop_gradient,
+                "need_h": mlm,
+                "need_s": True,
+            }
+        elif mlm:
+            requests[f"{kind}_mlm"] = {
+                "mode": "plug_out",
+                "tokens": batch["pair_tokens"],
+                "masked": masked,
+            }
+
+    def add(self, kind, batch, outputs, terms):
+        masked, gold = targets_at(batch["pair_target"], self.pad)
+        if f"{kind}_mlm" in outputs:
+            terms[f"{kind}_mlm"] = dict(
+                masked_cross_entropy(outputs[f"{kind}_mlm"]["logits"], gold), key=f"{kind}_mlm"
+            )
+        if f"{kind}_streams" not in outputs:
+            return
+        # logits (M, V) follow the masked positions row by row: x's come first
+        n_x = masked[: masked.size(0) // 2].sum()
+        is_x = torch.arange(gold.numel(), device=gold.device) < n_x
+        streams = outputs[f"{kind}_streams"]
+        for stream, logits in (("mlm", "h_logits"), ("ca", "s_logits")):
+            if logits in streams:
+                loss, correct = token_scores(streams[logits], gold)
+                key = f"{kind}_{stream}"
+                terms[f"{kind}_x_{stream}"] = dict(summed(loss, correct, is_x), key=key)
+                terms[f"{kind}_y_{stream}"] = dict(summed(loss, correct, ~is_x), key=key)

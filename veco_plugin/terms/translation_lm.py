@@ -1,0 +1,53 @@
+"""XLM's translation LM over the concatenated pair ``x̂ ‖ ŷ`` (``bi_tlm``).
+
+The same request also carries what other bilingual terms read from that forward
+(XLM-Align's pointer network, WEAM's word exchange): ``concat_request``."""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict
+
+from fairseq.dataclass import FairseqDataclass
+
+from .base import VecoTerm
+from .scores import masked_cross_entropy, targets_at
+
+
+@dataclass
+class TlmSettings(FairseqDataclass):
+    tlm_reset_positions: bool = field(
+        default=False,
+        metadata={
+            "help": "restart positions at the second sentence of TLM (XLM); default: "
+            "continuous (VECO, WEAM)"
+        },
+    )
+
+
+def concat_request(
+    requests: Dict[str, Dict[str, Any]], batch: Dict, reset_positions: bool
+) -> Dict[str, Any]:
+    """The plug-out request ``bi_tlm`` over ``concat_tokens`` (B, Tx+Ty), created by the
+    first bilingual term that needs it."""
+    if "bi_tlm" not in requests:
+        requests["bi_tlm"] = {
+            "mode": "plug_out",
+            "tokens": batch["concat_tokens"],
+            "first_lengths": batch["first_lengths"] if reset_positions else None,
+        }
+    return requests["bi_tlm"]
+
+
+class TranslationTerm(VecoTerm):
+    keys = ("bi_tlm",)
+
+    def requests(self, kind, batch, requests):
+        if kind == "bi" and self.on("bi_tlm"):
+            request = concat_request(requests, batch, self.cfg.tlm_reset_positions)
+            request["masked"] = batch["concat_target"].ne(self.pad)
+
+    def add(self, kind, batch, outputs, terms):
+        if kind == "bi" and self.on("bi_tlm"):
+            _, gold = targets_at(batch["concat_target"], self.pad)
+            terms["bi_tlm"] = dict(
+                masked_cross_entropy(outputs["bi_tlm"]["logits"], gold), key="bi_tlm"
+            )
