@@ -8,6 +8,7 @@ lets the wrapper synchronize and saves the gradients to OUT. Rank -1 is the
 one-process reference on the union of every rank's pairs (no wrapper).
 """
 
+import os
 import sys
 
 import torch
@@ -16,7 +17,7 @@ from fairseq.dataclass.configs import DistributedTrainingConfig
 from fairseq.distributed import ModuleProxyWrapper
 from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
 
-from tests.helpers.toy import ToyTask, build, pair_dataset, toy_dictionary
+from tests.helpers.toy import ToyTask, build, diagonal_links, pair_dataset, toy_dictionary
 from veco_plugin.objectives import build_criterion
 
 PAIRS_PER_RANK = 4
@@ -30,6 +31,8 @@ def sample(d, first: int, count: int, bi_count=None):
         ds = pair_dataset(d, n_pairs=2 * PAIRS_PER_RANK, seed=seed)
         if n:
             out[kind] = ds.collater([ds[i] for i in range(first, first + n)])
+    if "bi" in out:
+        out["bi"]["links"] = diagonal_links(out["bi"], many_to_one=True)
     return out
 
 
@@ -60,11 +63,18 @@ def main(backend, criterion_name, rank, world, port, out):
         criterion, find_unused = build_criterion("ca_mlm", task), False
     elif criterion_name == "tlm":  # tlm never uses the cross-attention
         criterion, find_unused = build_criterion("tlm", task), True
+    elif criterion_name == "weam":  # the cross-attention idle; links on every pair
+        criterion, find_unused = build_criterion("weam", task), True
+    elif criterion_name == "align_mlm":  # monolingual batches + the whole word list
+        words = os.path.join(os.path.dirname(out), "words.tsv")
+        settings = {"align_dictionary": words, "no_save": True}
+        criterion, find_unused = build_criterion("align_mlm", task, **settings), True
+        bi_count = 0
     else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
-        model.build_extension("pointer")
         settings = {"ddp_backend": backend, "find_unused_parameters": True}
         criterion, find_unused = build_criterion("dwa", task, **settings), True
         bi_count = (world - 1) * PAIRS_PER_RANK if rank < 0 else (0 if rank == world - 1 else None)
+    criterion.extend_model(model)
     if rank < 0:
         batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK, bi_count), model
     else:

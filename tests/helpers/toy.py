@@ -86,3 +86,18 @@ def pair_batch(d, n_pairs=6, seed=0):
     """A collated batch of ``pair_dataset``."""
     ds = pair_dataset(d, n_pairs, seed)
     return ds.collater([ds[i] for i in range(len(ds))])
+
+
+def diagonal_links(batch, many_to_one: bool = False) -> torch.Tensor:
+    """``batch["links"]`` (B, W, W) for ``pair_dataset`` pairs (one sentence on both
+    sides): x piece i -- y piece i for every real piece; ``many_to_one`` also links x
+    piece 1 to y piece 2."""
+    width = batch["pair_tokens"].size(1)
+    lengths = batch["first_lengths"].tolist()
+    links = torch.zeros(len(lengths), width, width, dtype=torch.bool)
+    for b, length in enumerate(lengths):
+        for i in range(1, length - 1):
+            links[b, i, i] = True
+        if many_to_one:
+            links[b, 1, 2] = True
+    return links

@@ -13,6 +13,9 @@ import sys
 import pytest
 import torch
 
+from tests.helpers.toy import toy_dictionary
+from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORLD = 2
 
@@ -21,6 +24,15 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _word_list(path) -> None:
+    """A resolved word list over the toy vocabulary (a two-piece word included)."""
+    d = toy_dictionary()
+    pairs = [(("w1",), ("w2",)), (("w3",), ("w4", "w5")), (("w6",), ("w7",))]
+    ids = [(tuple(map(d.index, s)), tuple(map(d.index, t))) for s, t in pairs]
+    words = [(" ".join(s), " ".join(t)) for s, t in pairs]
+    save_resolved(ResolvedDictionary.from_pieces(words, ids, d.pad()), str(path))
 
 
 def _run_ranks(backend, criterion, tmp_path):
@@ -54,9 +66,13 @@ def _run_ranks(backend, criterion, tmp_path):
         ("no_c10d", "tlm"),
         # dwa: the pointer network idle on the rank without bilingual pairs
         ("pytorch_ddp", "dwa"),
+        ("pytorch_ddp", "weam"),  # the exchange head through the TLM forward
+        ("pytorch_ddp", "align_mlm"),  # L_ALIGN through the embed request
     ],
 )
 def test_gradients_are_synchronized(backend, criterion, tmp_path):
+    if criterion == "align_mlm":
+        _word_list(tmp_path / "words.tsv")
     union, *ranks = _run_ranks(backend, criterion, tmp_path)
     assert ranks[0].keys() == ranks[1].keys()
     assert set(union) <= set(ranks[0])

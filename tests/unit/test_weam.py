@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
+from tests.helpers.toy import ToyTask, build, diagonal_links, pair_batch, toy_dictionary
 from veco_plugin.errors import VecoUserError
 from veco_plugin.objectives import build_criterion
 
@@ -15,20 +15,6 @@ def _setup(seed=0):
     criterion = build_criterion("weam", ToyTask(d))
     criterion.extend_model(model)
     return d, model, criterion
-
-
-def _links(batch, many_to_one=True):
-    """x piece i -- y piece i for every real piece (the toy pairs are one sentence on
-    both sides), and x piece 1 also linked to y piece 2 (many-to-one)."""
-    width = batch["pair_tokens"].size(1)
-    n = batch["first_lengths"].size(0)
-    links = torch.zeros(n, width, width, dtype=torch.bool)
-    for b, length in enumerate(batch["first_lengths"].tolist()):
-        for i in range(1, length - 1):
-            links[b, i, i] = True
-        if many_to_one:
-            links[b, 1, 2] = True
-    return links
 
 
 def _by_hand(model, batch, links):
@@ -60,7 +46,7 @@ def _by_hand(model, batch, links):
 def test_cross_prediction_is_eqs_5_to_8_pair_by_pair():
     d, model, criterion = _setup()
     batch = pair_batch(d, seed=3)
-    batch["links"] = _links(batch)
+    batch["links"] = diagonal_links(batch, many_to_one=True)
     _, _, log = criterion(model, {"bi": batch})
     loss, count = _by_hand(model, batch, batch["links"])
     assert count > 0 and int(log["bi_cp_n"]) == count
@@ -70,7 +56,7 @@ def test_cross_prediction_is_eqs_5_to_8_pair_by_pair():
 def test_unlinked_pairs_give_a_zero_term_not_nan():
     d, model, criterion = _setup()
     batch = pair_batch(d, seed=4)
-    batch["links"] = torch.zeros_like(_links(batch))
+    batch["links"] = torch.zeros_like(diagonal_links(batch))
     loss, _, log = criterion(model.train(), {"bi": batch})
     loss.backward()
     assert float(log["bi_cp_loss"]) == 0.0 and int(log["bi_cp_n"]) == 0
@@ -84,7 +70,7 @@ def test_the_exchange_head_learns_and_the_loss_is_mp_plus_lambda_cp():
     criterion = build_criterion("weam", ToyTask(d), cp_weight=0.5)
     criterion.extend_model(model)
     batch = pair_batch(d, seed=5)
-    batch["links"] = _links(batch, many_to_one=False)
+    batch["links"] = diagonal_links(batch)
     loss, _, log = criterion(model, {"bi": batch})
     torch.testing.assert_close(loss.detach(), log["bi_tlm_loss"] + 0.5 * log["bi_cp_loss"])
     loss.backward()
