@@ -7,10 +7,17 @@ rounds (so machine noise hits all alike); each figure is the median over rounds.
 * pre-training: seconds per update (forward + backward + Adam step) and peak memory
   of every benchmark variant of the objectives table (``veco_plugin/objectives.py``:
   ``ca_mlm`` (CA-MLM terms only; with and without stop-gradient), ``ca_mlm`` with
-  TLM, ``tlm``, ``dwa``...), each divided by fairseq's ``masked_lm`` update of a
-  ``roberta`` of the same size on the same sentences (every x and y as its own
-  sequence, same masks): ``<variant>_time_ratio``, ``<variant>_mem_ratio``. The
-  math: an S-stream layer costs ~1.33x an H-stream layer, so CA-MLM alone ~2.33x MLM.
+  TLM, ``tlm``, ``dwa``, ``align_mlm``, ``weam``...), each divided by fairseq's
+  ``masked_lm`` update of a ``roberta`` of the same size on the same sentences (every x
+  and y as its own sequence, same masks): ``<variant>_time_ratio``,
+  ``<variant>_mem_ratio``; and by the ``tlm`` update: ``<variant>_time_ratio_vs_tlm``.
+  The math: an S-stream layer costs ~1.33x an H-stream layer, so CA-MLM alone ~2.33x MLM.
+  What a row needs beyond the text (the table's ``needs``) is generated once and shared:
+  a word list (``--dict-entries`` resolved entries of random vocabulary ids, 1-3 pieces a
+  word, the table's ``{word_list}/train.txt`` and ``heldout.txt``) and word alignments
+  (``links`` of every bilingual pair: words of 1-3 pieces, ~85% of the source words linked
+  near the diagonal, lifted to pieces as the data pipeline lifts them). The table's task
+  flags (``--bi-mask-prob``) are not applied: every variant sees the same masks.
 * ``dwa`` (XLM-Align): seconds per update vs ``masked_lm`` (and vs ``tlm``), and the share
   of a ``dwa`` update spent self-labelling: the no-grad labelling forward plus Sinkhorn and
   filtering (``dwa_selflabel_share``), and Sinkhorn + filtering alone (``sinkhorn_share``;
@@ -23,8 +30,6 @@ statistics) the peak of activations saved for backward, counted through
 ``torch.autograd.graph.saved_tensors_hooks`` (distinct storages), plus parameters,
 gradients and Adam state.
 
-Objectives not in the table yet are reported as ``null``.
-
     python benchmarks/run.py [--json PATH] [--layers 4 --dim 256 --ffn 1024 --heads 4]
 """
 
@@ -32,6 +37,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List
 
@@ -42,10 +48,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # the shared helpers: tests/helpers
 from common import encoder_size_flags, write_json  # noqa: E402
 
-NOT_BUILT = [
-    "align_mlm_time_ratio",
-    "weam_time_ratio",
-]
+PIECES_PER_WORD = (0.6, 0.3, 0.1)  # share of words of 1, 2, 3 pieces
 
 
 def parse_args(argv=None):
@@ -61,6 +64,7 @@ def parse_args(argv=None):
     p.add_argument("--pairs", type=int, default=16, help="pairs per sub-batch (mono and bi)")
     p.add_argument("--min-len", type=int, default=20)
     p.add_argument("--max-len", type=int, default=60)
+    p.add_argument("--dict-entries", type=int, default=2000, help="word-list entries (align_mlm)")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds (median reported)")
     p.add_argument("--beam-sentences", type=int, default=16)
     p.add_argument("--skip-nmt", action="store_true")
@@ -108,6 +112,53 @@ def pretraining_batches(d, a, rng) -> Dict:
         ds = VecoPairDataset.adjacent(corpus, name=kind, bos=d.bos(), max_len=512, scheme=scheme)
         batch[kind] = ds.collater([ds[i] for i in range(len(ds))])
     return batch
+
+
+def word_list(d, entries: int, out: str, rng) -> Dict[str, str]:
+    """Resolved word lists over random vocabulary ids of ``d`` (1-3 pieces a word):
+    ``out/train.txt`` (``entries``) and ``out/heldout.txt`` (a quarter as many), the
+    table's ``{word_list}``."""
+    from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+
+    def word():
+        n = rng.choice(len(PIECES_PER_WORD), p=PIECES_PER_WORD) + 1
+        return tuple(int(i) for i in rng.integers(d.nspecial, len(d) - 1, n))
+
+    for name, n in (("train", entries), ("heldout", max(1, entries // 4))):
+        pieces = [(word(), word()) for _ in range(n)]
+        words = [(f"s{k}", f"t{k}") for k in range(n)]
+        resolved = ResolvedDictionary.from_pieces(words, pieces, d.pad(), source="benchmark")
+        save_resolved(resolved, os.path.join(out, f"{name}.txt"))
+    return {"word_list": out}
+
+
+def band_links(bi: Dict, pad: int, rng) -> torch.Tensor:
+    """``links`` (B, W, W) bool of a bilingual batch (pair layout, ``<s>`` at 0): each
+    side's pieces grouped into words of 1-3 pieces, ~85% of the source words linked to
+    the target word on the diagonal (or one off it), lifted to pieces by
+    ``word_links.piece_links`` (every piece of a to every piece of b)."""
+    from veco_plugin.data.word_links import piece_links
+
+    tokens, width = bi["pair_tokens"], bi["pair_tokens"].size(1)
+    n = tokens.size(0) // 2
+    lengths = tokens.ne(pad).sum(1).tolist()  # x rows, then y rows; with <s> and </s>
+    links = torch.zeros(n, width, width, dtype=torch.bool)
+
+    def words(pieces: int) -> np.ndarray:  # (pieces,) word number of each piece
+        sizes = rng.choice(len(PIECES_PER_WORD), size=pieces, p=PIECES_PER_WORD) + 1
+        return np.repeat(np.arange(pieces), sizes)[:pieces]
+
+    for b in range(n):
+        x_words, y_words = words(lengths[b] - 2), words(lengths[n + b] - 2)
+        nx, ny = x_words[-1] + 1, y_words[-1] + 1
+        src = np.flatnonzero(rng.random(nx) < 0.85)
+        diagonal = np.rint(src * (ny - 1) / max(nx - 1, 1)).astype(np.int64)
+        tgt = np.clip(diagonal + rng.choice([-1, 0, 1], len(src), p=[0.15, 0.7, 0.15]), 0, ny - 1)
+        pairs, _ = piece_links(
+            np.stack([src, tgt], 1), x_words, y_words, len(x_words), len(y_words)
+        )
+        links[b, pairs[:, 0], pairs[:, 1]] = True
+    return links
 
 
 def to_device(x, device):
@@ -172,15 +223,39 @@ def run_rounds(variants: Dict[str, Callable[[], Dict]], rounds: int) -> Dict[str
 
 def pretraining(a) -> Dict[str, float]:
     from fairseq import criterions, models
+    from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
     from fairseq.criterions.masked_lm import MaskedLmConfig
 
     from tests.helpers.toy import toy_dictionary
     from veco_plugin.data.dictionary import DictionaryTask
-    from veco_plugin.objectives import benchmark_variants, build_criterion
+    from veco_plugin.objectives import (
+        OBJECTIVES,
+        WORD_ALIGNMENTS,
+        WORD_LIST,
+        benchmark_variants,
+        build_criterion,
+    )
+    from veco_plugin.terms.word_alignment import DenoisingAlignmentTerm
 
     d = toy_dictionary(a.vocab)
     task = DictionaryTask(d)
-    batch = to_device(pretraining_batches(d, a, np.random.default_rng(a.seed)), a.device)
+    rng = np.random.default_rng(a.seed)
+    batch = pretraining_batches(d, a, rng)
+    needs = {need for row in OBJECTIVES if row.benchmark for need in row.needs}
+    if WORD_ALIGNMENTS in needs:  # every variant gets the same batches
+        batch["bi"]["links"] = band_links(batch["bi"], d.pad(), rng)
+        links, tokens = batch["bi"]["links"], batch["bi"]["pair_tokens"]
+        pieces = int(tokens[: len(links)].ne(d.pad()).sum()) - 2 * len(links)
+        print(f"word alignments: {int(links.sum())} piece links, {pieces} source pieces")
+    batch = to_device(batch, a.device)
+    scratch = tempfile.TemporaryDirectory(prefix="veco-bench-")
+    paths = word_list(d, a.dict_entries, scratch.name, rng) if WORD_LIST in needs else {}
+
+    def built(name, settings):  # a criterion saving next to the checkpoints saves in scratch
+        fields = CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__
+        extra = {"save_dir": scratch.name} if "save_dir" in fields else {}
+        return build_criterion(name, task, **settings, **extra)
+
     roberta = (
         models.ARCH_MODEL_REGISTRY["roberta"]
         .build_model(fairseq_args("roberta", size_flags(a)), task)
@@ -188,8 +263,8 @@ def pretraining(a) -> Dict[str, float]:
     )
     masked_lm = criterions.CRITERION_REGISTRY["masked_lm"](MaskedLmConfig(tpu=False), task)
     objectives = {
-        name: build_criterion(criterion, task, **settings)
-        for name, (criterion, settings) in benchmark_variants().items()
+        name: built(criterion, settings)
+        for name, (criterion, settings) in benchmark_variants(**paths).items()
     }
     vecos = {}  # one veco per model shape: the extensions its terms add (pointer network, ...)
     for criterion in objectives.values():
@@ -238,7 +313,8 @@ def pretraining(a) -> Dict[str, float]:
     for name, criterion in objectives.items():
         variants[name] = update(model_of[name], objective(model_of[name], criterion))
     dwa = objectives["dwa"]
-    labelled = dwa.layers(a.layers)["label"]
+    aligner = next(t for t in dwa.terms if isinstance(t, DenoisingAlignmentTerm))
+    labelled = aligner.resolve_layers(a.layers)["label"]
     variants.update(self_labelling(model_of["dwa"], labelled, batch["bi"], d, a.device))
     for model in trained:
         model.train()
@@ -249,10 +325,12 @@ def pretraining(a) -> Dict[str, float]:
         f"\npre-training, {a.layers} layers x {a.dim} dim, {a.pairs} mono + {a.pairs} bi pairs, "
         f"device {a.device}"
     )
-    print(f"{'objective':<22}{'s/update':>10}{'ratio':>8}{'peak MB':>10}{'ratio':>8}")
+    tlm = r["tlm"]
+    print(f"{'objective':<22}{'s/update':>10}{'ratio':>8}{'vs tlm':>8}{'peak MB':>10}{'ratio':>8}")
     for name, m in r.items():
         print(
             f"{name:<22}{m['time']:>10.4f}{m['time'] / base['time']:>8.2f}"
+            f"{m['time'] / tlm['time']:>8.2f}"
             f"{m['mem'] / 2**20:>10.1f}{m['mem'] / base['mem']:>8.2f}"
         )
     saved = 1 - r["ca_mlm"]["time"] / r["ca_mlm_nostopgrad"]["time"]
@@ -266,6 +344,8 @@ def pretraining(a) -> Dict[str, float]:
     for name in objectives:
         ratios[f"{name}_time_ratio"] = r[name]["time"] / base["time"]
         ratios[f"{name}_mem_ratio"] = r[name]["mem"] / base["mem"]
+        ratios[f"{name}_time_ratio_vs_tlm"] = r[name]["time"] / tlm["time"]
+    scratch.cleanup()
     return {
         **ratios,
         "stopgrad_time_saving": saved,
@@ -442,15 +522,14 @@ def main(argv=None):
 
     utils.import_user_module(argparse.Namespace(user_dir=os.path.join(REPO, "veco_plugin")))
     torch.manual_seed(a.seed)
-    result = {k: None for k in NOT_BUILT}
-    result.update(pretraining(a))
+    result = dict(pretraining(a))
     result.update({"nmt_train_tps_ratio": None, "nmt_beam_sps_ratio": None})
     if not a.skip_nmt:
         result.update(nmt(a))
     print(
         "\n"
         + "\n".join(
-            f"{k:<30} {'null' if v is None else f'{v:.3f}'}" for k, v in sorted(result.items())
+            f"{k:<36} {'null' if v is None else f'{v:.3f}'}" for k, v in sorted(result.items())
         )
     )
     if a.json:

@@ -2,17 +2,36 @@
 
 The quickstart (which runs to train, its labels, what starts from what), its report,
 the benchmarks (which variants to time) and the tests read this table; adding an
-objective is its criterion module plus one row here.
+objective is its criterion module plus one row here. A row that needs more than the
+text (a word list, word alignments) or flags beyond ``--criterion`` says so here too
+(``needs``, ``train_flags``), so that no reader special-cases a criterion's name.
 """
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from fairseq.criterions import CRITERION_DATACLASS_REGISTRY, CRITERION_REGISTRY
 from fairseq.dataclass.utils import merge_with_parent
 from omegaconf import OmegaConf
 
 BenchmarkVariant = Tuple[str, Mapping[str, Any]]
+
+WORD_LIST = "word_list"
+"""The row needs an English-X bilingual word list: ``{word_list}/train.txt`` (trained
+on) and ``{word_list}/heldout.txt`` (scored), MUSE ``src tgt`` lines, as
+``veco-gettext-dictionary --tgt-lang X --output {word_list}`` writes them (either file
+may also be a resolved ``align_dictionary.tsv``)."""
+WORD_ALIGNMENTS = "word_alignments"
+"""The row needs word alignments binarized with the bitext
+(``DATA/bi/<pair>/<split>.align.<pair>.{bin,idx}``: ``scripts/prepare-pretraining-data.sh
+--align-with eflomal``), which its bilingual batches carry as ``links`` (B, W, W)."""
+NEEDS = (WORD_LIST, WORD_ALIGNMENTS)
+"""Everything a row can need beyond the monolingual and bilingual text; the
+placeholders ``train_flags`` may use are the names of those that are paths."""
+PATH_NEEDS = (WORD_LIST,)
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
@@ -41,6 +60,40 @@ class Objective:
     note: str = ""
     """a caveat the quickstart report prints under its table as "<label> row: <note>"
     when the row is in the table."""
+    needs: Tuple[str, ...] = ()
+    """data beyond the text (:data:`NEEDS`): the quickstart makes it before pre-training,
+    the benchmark generates it."""
+    train_flags: Tuple[str, ...] = ()
+    """fairseq-train flags appended to the common pre-training command (criterion and
+    task settings); ``{word_list}`` stands for the directory of the row's word list."""
+
+    def train_args(self, **paths: str) -> List[str]:
+        """``train_flags`` with the placeholders replaced by ``paths`` (``word_list=DIR``);
+        a placeholder without a path is a KeyError naming it."""
+        return [_fill(flag, paths, self.criterion) for flag in self.train_flags]
+
+    def criterion_settings(self, **paths: str) -> Dict[str, Any]:
+        """The ``train_flags`` that set fields of the criterion's config, as settings for
+        :func:`build_criterion` (``--align-dictionary F`` -> ``{"align_dictionary": F}``;
+        a flag without a value is True); task flags (``--bi-mask-prob``) are left out."""
+        fields = CRITERION_DATACLASS_REGISTRY[self.criterion].__dataclass_fields__
+        args, settings = self.train_args(**paths), {}
+        for i, flag in enumerate(args):
+            name = flag[2:].replace("-", "_")
+            if not flag.startswith("--") or name not in fields:
+                continue
+            value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else True
+            settings[name] = value
+        return settings
+
+
+def _fill(flag: str, paths: Mapping[str, str], criterion: str) -> str:
+    def path(match: "re.Match[str]") -> str:
+        if match.group(1) not in paths:
+            raise KeyError(f"{criterion}'s train_flags need the path {{{match.group(1)}}}")
+        return paths[match.group(1)]
+
+    return _PLACEHOLDER.sub(path, flag)
 
 
 OBJECTIVES: Tuple[Objective, ...] = (
@@ -73,6 +126,30 @@ OBJECTIVES: Tuple[Objective, ...] = (
         benchmark=(("dwa", {}),),
         quickstart_updates="dwa_updates",
     ),
+    Objective(
+        "align_mlm",
+        "ALIGN-MLM (align_mlm: MLM + 10·L_ALIGN)",
+        run="alignmlm",
+        benchmark=(("align_mlm", {}),),
+        quickstart_switch=True,
+        note="the quickstart gives every pre-training the bitext, so align_mlm also trains "
+        "TLM on the bilingual batches (the paper: monolingual text only); its word list is "
+        "veco-gettext-dictionary's, the alignment score is on its held-out words",
+        needs=(WORD_LIST,),
+        train_flags=(
+            "--align-dictionary", "{word_list}/train.txt",
+            "--align-heldout", "{word_list}/heldout.txt",
+        ),  # fmt: skip
+    ),
+    Objective(
+        "weam",
+        "WEAM (weam: TLM + cross-lingual prediction)",
+        run="weam",
+        benchmark=(("weam", {}),),
+        quickstart_switch=True,
+        needs=(WORD_ALIGNMENTS,),
+        train_flags=("--bi-mask-prob", "0.3"),  # the paper masks 30% of the pair
+    ),
 )
 
 
@@ -104,6 +181,12 @@ def build_criterion(name: str, task: Any, **settings: Any) -> Any:
     return CRITERION_REGISTRY[name].build_criterion(criterion_config(name, **settings), task)
 
 
-def benchmark_variants() -> Dict[str, Tuple[str, Mapping[str, Any]]]:
-    """Every benchmark variant of the table: name -> (criterion, settings)."""
-    return {name: (row.criterion, s) for row in OBJECTIVES for name, s in row.benchmark}
+def benchmark_variants(**paths: str) -> Dict[str, Tuple[str, Mapping[str, Any]]]:
+    """Every benchmark variant of the table: name -> (criterion, settings): the row's
+    criterion settings from ``train_flags`` (placeholders filled from ``paths``, e.g.
+    ``word_list=DIR``), then the variant's own."""
+    return {
+        name: (row.criterion, {**row.criterion_settings(**paths), **s})
+        for row in OBJECTIVES
+        for name, s in row.benchmark
+    }

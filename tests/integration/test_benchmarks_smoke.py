@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.helpers import wmt_fixture
 from tests.helpers.runner import REPO, env
+from veco_plugin.objectives import OBJECTIVES
 
 KEYS = [
     "ca_mlm_time_ratio",
@@ -21,7 +23,11 @@ KEYS = [
     "dwa_selflabel_share",
     "sinkhorn_share",
     "align_mlm_time_ratio",
+    "align_mlm_mem_ratio",
+    "align_mlm_time_ratio_vs_tlm",
     "weam_time_ratio",
+    "weam_mem_ratio",
+    "weam_time_ratio_vs_tlm",
     "nmt_train_tps_ratio",
     "nmt_beam_sps_ratio",
 ]
@@ -73,8 +79,19 @@ def test_benchmark_json(tmp_path):
         "dwa_selflabel_share",
         "sinkhorn_share",
         "nmt_train_tps_ratio",
+        "align_mlm_time_ratio",
+        "align_mlm_time_ratio_vs_tlm",
+        "weam_time_ratio",
+        "weam_time_ratio_vs_tlm",
     } <= set(built)
     assert "ca_mlm" in proc.stdout and "masked_lm" in proc.stdout
+    # every variant of the table is timed, on the same batches (word list, links generated)
+    for row in OBJECTIVES:
+        for name, _ in row.benchmark:
+            assert result[f"{name}_time_ratio"] > 0 and result[f"{name}_mem_ratio"] > 0, name
+            assert any(line.split()[:1] == [name] for line in proc.stdout.splitlines()), name
+    assert "2000 entries: 2000 usable" in proc.stderr  # the align_mlm word list
+    assert re.search(r"^word alignments: [1-9]\d* piece links", proc.stdout, re.M)
 
 
 @pytest.mark.skipif(

@@ -2,24 +2,66 @@
 
 import pytest
 
+from tests.helpers.catalogs import write_mo
 from tests.helpers.quickstart import config
+from veco_plugin.objectives import OBJECTIVES, WORD_LIST
 from veco_plugin.quickstart import options
 from veco_plugin.quickstart.options import QuickstartError
+
+SWITCHES = {row.run: True for row in OBJECTIVES if row.quickstart_switch}
+WORD_LIST_ROW = next(row for row in OBJECTIVES if WORD_LIST in row.needs)
+
+
+@pytest.fixture(autouse=True)
+def catalogs(tmp_path, monkeypatch):
+    """--locale-dir defaults to a directory with one German catalog (the word-list check
+    looks for LOCALE/<tgt>/LC_MESSAGES/*.mo)."""
+    write_mo(tmp_path / "locale" / "de" / "LC_MESSAGES" / "app.mo", {"File": "Datei"})
+    monkeypatch.setattr(options, "DEFAULT_LOCALE_DIR", str(tmp_path / "locale"))
+    return tmp_path / "locale"
 
 
 def test_defaults_and_smoke_preset_where_later_flags_win():
     cfg = config()
     assert (cfg.pretrain_updates, cfg.finetune_updates, cfg.dwa_updates) == (1000, 600, 300)
     assert (cfg.pretrain_lr, cfg.device, cfg.num_decoder_layers) == ("2e-3", "cpu", 2)
-    assert cfg.switches == {"xlm": True}
+    assert cfg.switches == {"xlm": True, "alignmlm": True, "weam": True} == SWITCHES
     smoke = config("--finetune-updates", "40", "--smoke")  # explicit flags win, wherever
     assert (smoke.finetune_updates, smoke.eval_interval, smoke.dwa_updates) == (40, 10, 5)
     assert smoke.vocab_size == 1000 and smoke.pretrain_updates == 20
 
 
 def test_switches_come_from_the_table():
-    assert config("--no-xlm").switches == {"xlm": False}
-    assert config("--no-xlm", "--xlm").switches == {"xlm": True}
+    assert config("--no-xlm").switches == {**SWITCHES, "xlm": False}
+    assert config("--no-xlm", "--xlm").switches == SWITCHES
+    assert config("--no-alignmlm", "--no-weam").switches == {
+        **SWITCHES, "alignmlm": False, "weam": False
+    }  # fmt: skip
+    help_text = options.get_parser().format_help()
+    assert "--alignmlm" in help_text and "--no-weam" in help_text
+
+
+def test_a_row_that_needs_a_word_list_checks_language_and_catalogs(catalogs):
+    skip = f"--no-{WORD_LIST_ROW.run}"
+    who = f"the ALIGN-MLM row (--criterion {WORD_LIST_ROW.criterion})"
+    with pytest.raises(QuickstartError) as info:
+        config("--src", "fr")
+    assert str(info.value) == (
+        f"{who} needs an English-X word list (veco-gettext-dictionary): --src must be en, "
+        f"got 'fr' (or {skip})"
+    )
+    with pytest.raises(QuickstartError) as info:
+        config("--tgt", "xx")
+    assert str(info.value) == (
+        f"{who} needs an en-xx word list from the gettext catalogs, but "
+        f"{catalogs}/xx/LC_MESSAGES has no *.mo: fix --tgt or --locale-dir (or {skip})"
+    )
+    with pytest.raises(QuickstartError, match="^veco-gettext-dictionary not on PATH"):
+        config(which=lambda t: None if t == "veco-gettext-dictionary" else t)
+    # without the row (switched off, or no pre-training updates for it) nothing is checked
+    assert config("--src", "fr", "--tgt", "xx", skip).src == "fr"
+    no_tool = config(skip, which=lambda t: None if t == "veco-gettext-dictionary" else t)
+    assert no_tool.switches[WORD_LIST_ROW.run] is False
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,29 @@ def test_labels_criteria_notes_and_alignment_from_the_table(tmp_path):
     assert (run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_alignment_score_of_pre_training_goes_under_the_table(tmp_path):
+    inits = ["veco", "alignmlm", "random"]
+    run = _run_dir(tmp_path, inits, align=False)
+    log = _record("valid", loss=9.0, num_updates=20, align_score=12.5, align_cos=0.4)
+    _write(run / "logs" / "pretrain-alignmlm.log", log + "\n")
+    assert _main(run, inits) == 0
+    summary = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    assert summary["results"]["alignmlm"]["pretraining"]["align_score"] == 12.5
+    assert "align_score" not in summary["results"]["veco"]["pretraining"]
+    label = objective("alignmlm").label
+    table = (run / "results.md").read_text(encoding="utf-8")
+    assert (
+        "Alignment score of the pre-trained input embeddings (last pre-training validation; "
+        "share of held-out word-list source words whose nearest target word by cosine is a "
+        f"translation): {label} 12.50%.\n"
+    ) in table
+    assert summary["notes"] == [f"{label} row: {objective('alignmlm').note}"]
+    # no row logged a score: no line
+    run = _run_dir(tmp_path / "plain", ["veco", "random"], align=False)
+    assert _main(run, ["veco", "random"]) == 0
+    assert "Alignment score" not in (run / "results.md").read_text(encoding="utf-8")
+
+
 def test_without_the_alignment_stages_and_without_a_row(tmp_path):
     run = _run_dir(tmp_path, ["veco", "random"], align=False)
     assert _main(run, ["veco", "random"]) == 0
@@ -104,7 +127,7 @@ def test_without_the_alignment_stages_and_without_a_row(tmp_path):
 @pytest.mark.parametrize(
     "inits, message",
     [
-        (["veco", "nope"], "--inits: unknown init 'nope' (veco, xlm, random)"),
+        (["veco", "nope"], "--inits: unknown init 'nope' (veco, xlm, alignmlm, weam, random)"),
         (["veco", "xlm"], "logs/finetune-xlm.log not found: did the stage run?"),
     ],
 )

@@ -3,12 +3,15 @@
 The one conversion boundary: flags are parsed as text, checked in a fixed order (the first
 problem ends the run with ``quickstart: error: ...``, exit status 1), then become a typed
 :class:`Config` that every stage reads. Pre-training runs that can be switched off get
-``--<run>`` / ``--no-<run>`` from the table of objectives (``--xlm/--no-xlm``).
+``--<run>`` / ``--no-<run>`` from the table of objectives (``--xlm/--no-xlm``); a row
+that needs an English-X word list is checked here too (``--src en``, the target language's
+gettext catalogs, ``veco-gettext-dictionary``), before any stage runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -20,6 +23,8 @@ PROG = "quickstart"
 # The repository this package lives in: scripts/ and the default --user-dir.
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(PACKAGE_DIR)
+DEFAULT_LOCALE_DIR = "/usr/share/locale"
+"""``--locale-dir``'s default (read when the parser is built)."""
 
 # What --smoke sets (later flags win): tiny everything, for tests.
 SMOKE_PRESET: Dict[str, str] = dict(
@@ -184,7 +189,10 @@ def get_parser() -> argparse.ArgumentParser:
         help="use DIR/{train,valid,test}.{src,tgt} (+ mono.*) instead of gettext",
     )
     g.add_argument(
-        "--locale-dir", default="/usr/share/locale", help="gettext catalogs [%(default)s]"
+        "--locale-dir",
+        default=DEFAULT_LOCALE_DIR,
+        help="gettext catalogs: the corpus, and the word list of rows that need one "
+        "[%(default)s]",
     )
     g.add_argument("--src", default="en", help="source language [%(default)s]")
     g.add_argument("--tgt", default="de", help="target language [%(default)s]")
@@ -373,7 +381,7 @@ def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shut
     if not which(args.python):
         raise QuickstartError(f"--python {args.python} not found")
     switches = {k[len("switch_") :]: v for k, v in vars(args).items() if k.startswith("switch_")}
-    return Config(
+    cfg = Config(
         run_dir=args.run_dir,
         user_dir=args.user_dir,
         python=args.python,
@@ -394,3 +402,35 @@ def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shut
         switches=switches,
         **ints,
     )
+    _check_word_list(cfg, which)
+    return cfg
+
+
+def _check_word_list(cfg: Config, which: Callable[[str], Optional[str]]) -> None:
+    """A row that runs and needs a word list: ``veco-gettext-dictionary`` makes an
+    English-X one from the ``--tgt`` catalogs of ``--locale-dir``."""
+    from veco_plugin.objectives import WORD_LIST
+
+    from .stages import pretraining_runs
+
+    rows = [row for row in pretraining_runs(cfg) if WORD_LIST in row.needs]
+    if not rows:
+        return
+    row = rows[0]
+    skip = f" (or --no-{row.run})" if row.quickstart_switch else ""
+    who = f"the {row.label.split(' (')[0]} row (--criterion {row.criterion})"
+    if cfg.src != "en":
+        raise QuickstartError(
+            f"{who} needs an English-X word list (veco-gettext-dictionary): --src must be "
+            f"en, got '{cfg.src}'{skip}"
+        )
+    catalogs = os.path.join(cfg.locale_dir, cfg.tgt, "LC_MESSAGES")
+    if not glob.glob(os.path.join(catalogs, "*.mo")):
+        raise QuickstartError(
+            f"{who} needs an en-{cfg.tgt} word list from the gettext catalogs, but "
+            f"{catalogs} has no *.mo: fix --tgt or --locale-dir{skip}"
+        )
+    if not which("veco-gettext-dictionary"):
+        raise QuickstartError(
+            "veco-gettext-dictionary not on PATH (activate the venv or: make setup)"
+        )

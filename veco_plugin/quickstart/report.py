@@ -3,7 +3,8 @@
 Reads what the quickstart stages left in the run directory::
 
     RUN/stamps/<stage>.done           seconds each stage took, when it finished (JSON)
-    RUN/logs/pretrain-<init>.log      fairseq-train --log-format json (last valid record)
+    RUN/logs/pretrain-<init>.log      fairseq-train --log-format json (last valid record,
+                                      with ``align_score`` when the run logs one)
     RUN/logs/finetune-<init>.log      every ``valid`` record: valid_loss and the greedy valid
                                       BLEU of fairseq's --eval-bleu, per --eval-interval updates
     RUN/eval/<init>/scores.json       scripts/evaluate-wmt14.sh: sacreBLEU + tokenized BLEU
@@ -104,6 +105,8 @@ def pretrain_summary(run: str, init: str) -> Optional[Dict[str, Any]]:
         last = records[-1]
         summary["updates"] = int(last.get("num_updates", 0))
         summary["valid_loss"] = float(last["loss"])
+        if "align_score" in last:  # ALIGN-MLM's word-translation score (--align-heldout)
+            summary["align_score"] = float(last["align_score"])
     return summary
 
 
@@ -365,6 +368,18 @@ def markdown(summary: Dict[str, Any]) -> str:
             f"| {_minutes(pre.get('seconds'))} | {_minutes(ft['seconds'])} "
             f"| {_minutes(r['eval_seconds'])} |"
         )
+    scores = [
+        f"{r['label']} {r['pretraining']['align_score']:.2f}%"
+        for r in summary["results"].values()
+        if "align_score" in (r["pretraining"] or {})
+    ]
+    if scores:
+        lines += [
+            "",
+            "Alignment score of the pre-trained input embeddings (last pre-training "
+            "validation; share of held-out word-list source words whose nearest target "
+            "word by cosine is a translation): " + ", ".join(scores) + ".",
+        ]
     first = next(iter(summary["results"].values()))["test"]
     lines += ["", f"sacreBLEU signature: `{first['sacrebleu_signature']}`", ""]
     if summary["corpus"]:

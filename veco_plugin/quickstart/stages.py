@@ -6,10 +6,13 @@ the random-initialization baseline (not an objective) is :data:`RANDOM`.
 
 ==============  ==========================================================================
 corpus          ``veco-gettext-corpus`` (or ``--text``) -> RUN/text
-data            ``scripts/prepare-pretraining-data.sh``, the test set encoded with its
-                sentencepiece model, ``fairseq-preprocess`` -> RUN/data, RUN/nmt-bin
+data            ``scripts/prepare-pretraining-data.sh`` (``--align-with eflomal`` when a row
+                needs word alignments), the test set encoded with its sentencepiece
+                model, ``fairseq-preprocess`` -> RUN/data, RUN/nmt-bin; when a row needs
+                a word list, ``veco-gettext-dictionary`` -> RUN/word-list
 pretrain-<run>  ``fairseq-train --task veco_pretraining --criterion <criterion>`` (a cold
-                start continues the checkpoint of ``starts_from``)
+                start continues the checkpoint of ``starts_from``), then the row's
+                ``train_flags``
 init-<run>      ``veco-init-nmt``: pre-trained encoder -> veco_transformer checkpoint
 finetune-<init> ``fairseq-train --task translation_from_pretrained_veco``, the same flags
                 for every initialization
@@ -24,10 +27,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
-from veco_plugin.objectives import OBJECTIVES, Objective
+from veco_plugin.objectives import NEEDS, OBJECTIVES, WORD_ALIGNMENTS, WORD_LIST, Objective
 
 from .options import ROOT, Config
 from .scheduler import Stage
@@ -60,6 +64,15 @@ class Paths:
     def align(self) -> str:
         return f"{self.run}/align"
 
+    @property
+    def word_list(self) -> str:
+        """``veco-gettext-dictionary --output``: train.txt, heldout.txt (``{word_list}``)."""
+        return f"{self.run}/word-list"
+
+    def placeholders(self) -> Dict[str, str]:
+        """What the table's ``train_flags`` placeholders stand for in this run."""
+        return {WORD_LIST: self.word_list}
+
 
 # ------------------------------------------------------------------------ the table
 
@@ -85,6 +98,12 @@ def inits(cfg: Config) -> List[str]:
 def labels() -> Dict[str, str]:
     """Initialization -> its label in the report."""
     return {**{row.run: row.label for row in OBJECTIVES}, RANDOM: RANDOM_LABEL}
+
+
+def needs(cfg: Config) -> List[str]:
+    """What the rows this run pre-trains need beyond the text (:data:`NEEDS` order)."""
+    wanted = {need for row in pretraining_runs(cfg) for need in row.needs}
+    return [need for need in NEEDS if need in wanted]
 
 
 def aligned_models(rows: List[Objective]) -> List[str]:
@@ -148,18 +167,19 @@ def corpus(cfg: Config) -> Stage:
 
 
 def data(cfg: Config) -> Stage:
-    """data: sentencepiece + veco_pretraining DATA + translation NMT_BIN (with test)."""
+    """data: sentencepiece + veco_pretraining DATA + translation NMT_BIN (with test), and
+    what the pre-training rows need (:func:`needs`): word alignments binarized with the
+    bitext, an En-X word list from the gettext catalogs."""
     from veco_plugin.corpora.subwords import check_max_positions, encode_files
 
-    p = Paths(cfg.run_dir)
+    p, extra = Paths(cfg.run_dir), needs(cfg)
 
     def make_data(ctx: "StageContext") -> None:
-        ctx.run(
-            ["bash", f"{ROOT}/scripts/prepare-pretraining-data.sh", "--text", p.text,
-             "--out", p.data, "--src", cfg.src, "--tgt", cfg.tgt,
-             "--vocab-size", str(cfg.vocab_size), "--workers", str(cfg.workers)],
-            env={"PYTHON": cfg.python},
-        )  # fmt: skip
+        if WORD_ALIGNMENTS in extra:
+            _check_eflomal(cfg.python)
+        ctx.run(prepare_command(cfg), env={"PYTHON": cfg.python})
+        if WORD_LIST in extra:
+            ctx.run(word_list_command(cfg))
         ctx.echo(f"== encoding the test set with {p.data}/spm.model")
         encode_files(
             f"{p.data}/spm.model",
@@ -187,7 +207,43 @@ def data(cfg: Config) -> Stage:
                 shutil.copyfile(f"{p.text}/{split}.{lang}", f"{p.nmt_bin}/{split}.raw.{lang}")
 
     command = ["make_data", str(cfg.vocab_size), str(cfg.workers), str(cfg.max_positions)]
-    return Stage("data", command, make_data)
+    return Stage("data", command + extra, make_data)
+
+
+def prepare_command(cfg: Config) -> List[str]:
+    """The data stage's ``prepare-pretraining-data.sh`` (``--align-with eflomal`` when a
+    row needs word alignments)."""
+    p = Paths(cfg.run_dir)
+    align = ["--align-with", "eflomal"] if WORD_ALIGNMENTS in needs(cfg) else []
+    return [
+        "bash", f"{ROOT}/scripts/prepare-pretraining-data.sh", "--text", p.text,
+        "--out", p.data, "--src", cfg.src, "--tgt", cfg.tgt,
+        "--vocab-size", str(cfg.vocab_size), "--workers", str(cfg.workers), *align,
+    ]  # fmt: skip
+
+
+def word_list_command(cfg: Config) -> List[str]:
+    """The data stage's ``veco-gettext-dictionary`` (when a row needs a word list):
+    RUN/word-list/{train,heldout}.txt, split by English word."""
+    return [
+        "veco-gettext-dictionary", "--tgt-lang", cfg.tgt, "--output", Paths(cfg.run_dir).word_list,
+        "--locale-dir", cfg.locale_dir, "--seed", str(cfg.seed),
+    ]  # fmt: skip
+
+
+def _check_eflomal(python: str) -> None:
+    """--align-with eflomal runs in ``python``: one line instead of its traceback."""
+    found = subprocess.run([python, "-c", "import eflomal"], capture_output=True).returncode
+    if found != 0:
+        rows = ", ".join(
+            f"--no-{r.run}"
+            for r in OBJECTIVES
+            if WORD_ALIGNMENTS in r.needs and r.quickstart_switch
+        )
+        raise ValueError(
+            f"word alignments (--align-with eflomal) need the eflomal package in --python "
+            f"{python}: pip install eflomal, or skip the rows that need them ({rows})"
+        )
 
 
 def pretrain(cfg: Config, row: Objective) -> Stage:
@@ -216,6 +272,7 @@ def pretrain(cfg: Config, row: Objective) -> Stage:
         "--validate-interval-updates", str(updates), "--validate-interval", "1000000",
         "--log-format", "json", "--log-interval", str(cfg.log_interval),
         "--seed", str(cfg.seed), "--num-workers", "0", *cold_start,
+        *row.train_args(**p.placeholders()),
     ]  # fmt: skip
     return Stage(f"pretrain-{row.run}", command)
 
