@@ -35,6 +35,10 @@ setup(
     extras_require={
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests
         "test": ["pytest", "pot"],
+        # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command)
+        "hf": ["transformers"],
+        # veco-retrieve --search faiss (and auto on large pools); exact torch search without
+        "retrieval": ["faiss-cpu"],
         # fastBPE: see scripts/install-fastbpe.sh (PyPI's 0.1.0 sdist needs its .pyx
         # re-cythonized on Python 3.11). NVIDIA apex: GPU only, built from source.
     },
@@ -49,6 +53,8 @@ setup(
             "veco-aer = veco_plugin.cli.aer:cli_main",
             "veco-wmt14 = veco_plugin.cli.wmt14:cli_main",
             "veco-spm = veco_plugin.cli.spm:cli_main",
+            "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
+            "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
         ]
     },
 )

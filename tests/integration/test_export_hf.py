@@ -1,0 +1,109 @@
+"""veco-export-hf, the real console script: the exported Hugging Face XLM-R computes what the
+fairseq plug-out encoder computes (every layer, the MLM logits) and tokenizes to the same ids."""
+
+import shutil
+
+import pytest
+import torch
+
+from tests.helpers.runner import REPO, roberta_checkpoint, run
+from veco_plugin.alignment.aligner import load_model
+from veco_plugin.corpora.subwords import spm_encoder
+from veco_plugin.evaluation.aer import read_lines
+from veco_plugin.evaluation.retrieval import pad_batch, sentence_ids
+
+transformers = pytest.importorskip("transformers")
+
+TEXT = f"{REPO}/tests/fixtures/text"
+TOL = 1e-5
+
+
+def _sentences():
+    """Real En and De sentences, and lines with digits, placeholders and odd spacing."""
+    lines = read_lines(f"{TEXT}/valid.en")[:12] + read_lines(f"{TEXT}/valid.de")[:12]
+    return lines + ["Not After: %s", "  Größe:   12,5 MB  ", "Zurück (Alt+←)", ""]
+
+
+def _fairseq_ids(pretrain_data, dictionary, lines):
+    pieces = spm_encoder(f"{pretrain_data}/spm.model")(lines, "")
+    return sentence_ids(pieces, dictionary, 10**6)[0]
+
+
+def _compare(fairseq_path, hf_dir, dict_path, pretrain_data):
+    model, dictionary = load_model(str(fairseq_path), dict_path)
+    ids = _fairseq_ids(pretrain_data, dictionary, _sentences())
+    tokens = pad_batch(ids, dictionary.pad())  # (B, T), right-padded
+    real = tokens.ne(dictionary.pad())
+    with torch.no_grad():
+        logits, extra = model(tokens, return_all_hiddens=True)  # plug-out
+        fairseq_states = [h.transpose(0, 1) for h in extra["inner_states"]]  # (B, T, C) each
+        hf = transformers.XLMRobertaForMaskedLM.from_pretrained(hf_dir).eval()
+        out = hf(input_ids=tokens, attention_mask=real.long(), output_hidden_states=True)
+        base = transformers.XLMRobertaModel.from_pretrained(hf_dir).eval()
+        base_out = base(input_ids=tokens, attention_mask=real.long(), output_hidden_states=True)
+    assert (
+        len(out.hidden_states)
+        == len(fairseq_states)
+        == len(model.encoder.sentence_encoder.layers) + 1
+    )
+    worst = 0.0
+    for ours, theirs, plain in zip(fairseq_states, out.hidden_states, base_out.hidden_states):
+        worst = max(worst, float((ours - theirs)[real].abs().max()))
+        assert torch.equal(theirs[real], plain[real])  # XLMRobertaModel reads the same weights
+    assert worst < TOL, worst
+    logits_diff = float((logits - out.logits)[real].abs().max())
+    assert logits_diff < TOL, logits_diff
+    print(f"max |fairseq - transformers|: hidden {worst:.2e}, logits {logits_diff:.2e}")
+    return dictionary, ids
+
+
+def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path):
+    out = tmp_path / "hf"
+    dict_path = f"{pretrain_data}/dict.txt"
+    proc = run(
+        "veco-export-hf",
+        ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
+        + ["--dict", dict_path, "--output", out],
+    )
+    assert "dropped cross-attention (20 tensors)" in proc.stderr
+    dictionary, ids = _compare(cold_start, str(out), dict_path, pretrain_data)
+    # the tokenizers: the slow one (sentencepiece) and the fast one (tokenizer.json)
+    lines = _sentences() + read_lines(f"{TEXT}/mono.en")[:20] + read_lines(f"{TEXT}/mono.de")[:20]
+    ids = _fairseq_ids(pretrain_data, dictionary, lines)
+    for fast in (False, True):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(out), use_fast=fast)
+        assert tokenizer.is_fast == fast
+        assert [tokenizer(line)["input_ids"] for line in lines] == ids
+        assert tokenizer.mask_token_id == dictionary.index("<mask>")
+        assert tokenizer.pad_token_id == dictionary.pad()
+        assert tokenizer.unk_token_id == dictionary.unk()
+    assert dictionary.unk() in {i for row in ids for i in row}  # "←" is no piece: <unk> both ways
+    # one-line errors: a non-empty --output, a missing checkpoint
+    again = run("veco-export-hf", ["--path", cold_start, "--output", out], check=False)
+    assert again.returncode == 1 and "Traceback" not in again.stderr
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"veco-export-hf: error: --output {out} is not empty: pass --overwrite or give a new "
+        "directory"
+    )
+    missing = run(
+        "veco-export-hf", ["--path", tmp_path / "no.pt", "--output", tmp_path / "x"], check=False
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"veco-export-hf: error: --path {tmp_path / 'no.pt'}: no such file"
+    )
+
+
+def test_a_fairseq_roberta_checkpoint_in_the_released_layout(pretrain_data, tmp_path):
+    """fairseq's own masked_lm RoBERTa laid out as the released xlmr.base (model.pt, dict.txt,
+    sentencepiece.bpe.model in one directory)."""
+    trained = roberta_checkpoint(f"{pretrain_data}/mono/en", tmp_path / "train")
+    xlmr = tmp_path / "xlmr.tiny"
+    xlmr.mkdir()
+    shutil.copy(trained, xlmr / "model.pt")
+    shutil.copy(f"{pretrain_data}/dict.txt", xlmr / "dict.txt")
+    shutil.copy(f"{pretrain_data}/spm.model", xlmr / "sentencepiece.bpe.model")
+    out = tmp_path / "hf"
+    proc = run("veco-export-hf", ["--path", xlmr / "model.pt", "--output", out])
+    assert "cross-attention" not in proc.stderr
+    _compare(xlmr / "model.pt", str(out), str(xlmr / "dict.txt"), pretrain_data)

@@ -1,0 +1,96 @@
+"""Export a veco or fairseq RoBERTa/XLM-R checkpoint to a Hugging Face XLM-R directory.
+
+::
+
+    veco-export-hf --path checkpoints/dwa/checkpoint_best.pt --spm-model DATA/spm.model \\
+        --dict DATA/dict.txt --output hf/veco-dwa
+    veco-export-hf --path xlmr.base/model.pt --output hf/xlmr.base
+
+Then ``XLMRobertaModel.from_pretrained("hf/veco-dwa")``,
+``XLMRobertaForMaskedLM.from_pretrained(...)`` and ``AutoTokenizer.from_pretrained(...)``.
+Needs ``transformers`` (``pip install 'veco_plugin[hf]'``). What is written:
+:mod:`veco_plugin.export.hf`.
+"""
+
+import argparse
+import logging
+import os
+from typing import Any, Dict, Optional, Sequence
+
+from ..alignment.aligner import check_checkpoint_path, load_model
+from ..errors import VecoUserError
+from ..export.hf import export_model, require_transformers
+from .common import run_cli
+from .retrieve import find_spm_model
+
+logger = logging.getLogger("veco_plugin.cli.export_hf")
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="veco-export-hf",
+        description="Write the plug-out encoder of a checkpoint (veco: ca_mlm, tlm, dwa, "
+        "align_mlm, ...; or fairseq RoBERTa/XLM-R) and its tied LM head as a Hugging Face "
+        "XLMRobertaForMaskedLM directory with a sentencepiece tokenizer giving the fairseq "
+        "dictionary's ids. Cross-attention and dwa's pointer network are left out.",
+    )
+    parser.add_argument("--path", required=True, metavar="CKPT", help="the checkpoint")
+    parser.add_argument(
+        "--spm-model",
+        metavar="MODEL",
+        help="its sentencepiece model (default: sentencepiece.bpe.model or spm.model next "
+        "to CKPT)",
+    )
+    parser.add_argument(
+        "--dict",
+        metavar="DICT",
+        help="its dictionary (default: dict.txt next to CKPT, else in the data directory "
+        "recorded in CKPT)",
+    )
+    parser.add_argument(
+        "--output", required=True, metavar="DIR", help="directory to write (new or empty)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="write into a non-empty --output directory"
+    )
+    return parser
+
+
+def check_output(output: str, overwrite: bool) -> None:
+    if os.path.isfile(output):
+        raise VecoUserError(f"--output {output} is a file; give a directory")
+    if os.path.isdir(output) and os.listdir(output) and not overwrite:
+        raise VecoUserError(
+            f"--output {output} is not empty: pass --overwrite or give a new directory"
+        )
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        raise VecoUserError(f"--output {output}: its parent directory does not exist")
+
+
+def main(args: argparse.Namespace) -> Dict[str, Any]:
+    """Export ``args.path`` to ``args.output``; return the config written."""
+    require_transformers()
+    check_output(args.output, args.overwrite)
+    check_checkpoint_path(args.path)
+    spm_model = find_spm_model(args.spm_model, args.path)
+    model, dictionary = load_model(args.path, args.dict)
+    report, config = export_model(model, dictionary, spm_model, args.output)
+    logger.info(
+        "wrote %s: XLM-R, %d layers x %d, %d symbols, %d positions",
+        args.output,
+        config["num_hidden_layers"],
+        config["hidden_size"],
+        config["vocab_size"],
+        config["max_position_embeddings"],
+    )
+    return config
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    """Console entry point ``veco-export-hf``; exits 1 with one line on a user error."""
+    run_cli("veco-export-hf", get_parser, main, VecoUserError, argv)
+
+
+if __name__ == "__main__":
+    cli_main()

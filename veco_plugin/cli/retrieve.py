@@ -1,0 +1,190 @@
+"""Parallel-sentence retrieval accuracy of a veco or fairseq RoBERTa/XLM-R checkpoint.
+
+::
+
+    veco-retrieve --path checkpoints/ca_mlm/checkpoint_best.pt --spm-model DATA/spm.model \\
+        --dict DATA/dict.txt --src test.en --tgt test.de
+    veco-retrieve --path xlmr.base/model.pt --src test.en --tgt test.de --scoring margin
+
+Prints the top-1 accuracy in both directions (Tatoeba-style); ``--json`` also writes them.
+The embedding, scoring and search: :mod:`veco_plugin.evaluation.retrieval`.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from typing import List, Optional, Sequence
+
+import torch
+from fairseq.data import Dictionary
+from fairseq.models.roberta import RobertaModel
+
+from ..alignment.aligner import SPM_NAMES, check_checkpoint_path, load_model
+from ..corpora.subwords import Encoder, spm_encoder
+from ..errors import VecoUserError
+from ..evaluation.aer import read_lines, sentence_lengths
+from ..evaluation.retrieval import (
+    RETRIEVAL_DEPTH,
+    SCORINGS,
+    SEARCHES,
+    RetrievalResult,
+    embed,
+    evaluate,
+    resolve_layer,
+    sentence_ids,
+)
+from .common import run_cli
+
+logger = logging.getLogger("veco_plugin.cli.retrieve")
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="veco-retrieve",
+        description="Top-1 retrieval accuracy between two line-aligned files of raw "
+        "sentences (Tatoeba-style, both directions): each sentence is embedded alone by the "
+        "plug-out encoder (mean of one layer's states over its tokens) and retrieves its "
+        "nearest neighbour on the other side.",
+    )
+    parser.add_argument(
+        "--path",
+        required=True,
+        metavar="CKPT",
+        help="checkpoint: veco (ca_mlm, tlm, dwa, ...) or fairseq RoBERTa/XLM-R model.pt",
+    )
+    parser.add_argument(
+        "--spm-model",
+        metavar="MODEL",
+        help="sentencepiece model of the checkpoint (default: sentencepiece.bpe.model or "
+        "spm.model next to CKPT)",
+    )
+    parser.add_argument(
+        "--dict",
+        metavar="DICT",
+        help="the model's dictionary (default: dict.txt next to CKPT, else in the data "
+        "directory recorded in CKPT)",
+    )
+    parser.add_argument("--src", required=True, metavar="FILE", help="source sentences, raw text")
+    parser.add_argument(
+        "--tgt", required=True, metavar="FILE", help="target sentences, line-aligned with --src"
+    )
+    parser.add_argument(
+        "--layer",
+        type=int,
+        metavar="N",
+        help="layer to mean-pool, 0..L (0: the embeddings; default: a middle layer, "
+        f"round(L * {RETRIEVAL_DEPTH * 12:.0f}/12), i.e. 7 of 12, 1 of 2)",
+    )
+    parser.add_argument(
+        "--scoring",
+        choices=SCORINGS,
+        default="cosine",
+        help="cosine: nearest neighbour; margin: ratio margin over k neighbours (Artetxe & "
+        "Schwenk 2019, BUCC) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--k", type=int, default=4, metavar="K", help="margin neighbourhood (default: 4)"
+    )
+    parser.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default="auto",
+        help="exact search backend; auto: faiss from 50000 sentences if installed, else "
+        "torch (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, metavar="N", help="sentences per forward"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the accuracies as JSON")
+    parser.add_argument(
+        "--cpu", action="store_true", help="run on the CPU (default: the GPU if there is one)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return parser
+
+
+def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
+    """``--spm-model``, else a sentencepiece model next to the checkpoint (``SPM_NAMES``)."""
+    if spm_model:
+        return spm_model
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    for name in SPM_NAMES:
+        if os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    raise VecoUserError(
+        f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} next to it: pass the sentencepiece "
+        "model it was trained with as --spm-model"
+    )
+
+
+def _embed_lines(
+    lines: List[str],
+    model: RobertaModel,
+    dictionary: Dictionary,
+    encode: Encoder,
+    layer: int,
+    args: argparse.Namespace,
+) -> torch.Tensor:
+    """(N, C) embeddings of raw ``lines``; a warning counts sentences cut to the positions."""
+    ids, cut = sentence_ids(encode(lines, ""), dictionary, int(model.max_positions()))
+    if cut:
+        logger.warning("%d sentences cut to the model's %d positions", cut, model.max_positions())
+    return embed(model, ids, layer, dictionary.pad(), args.batch_size, not args.no_progress)
+
+
+def main(args: argparse.Namespace) -> RetrievalResult:
+    """Embed ``args.src`` and ``args.tgt``, retrieve, print and return the accuracies."""
+    src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
+    sentence_lengths(src_lines, tgt_lines, args.src, args.tgt)  # same line counts
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        raise VecoUserError(f"--json {args.json}: its directory does not exist")
+    check_checkpoint_path(args.path)
+    encode = spm_encoder(find_spm_model(args.spm_model, args.path))
+    device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
+    model, dictionary = load_model(args.path, args.dict, device)
+    layer = resolve_layer(model, args.layer)
+    start = time.perf_counter()
+    src, tgt = (
+        _embed_lines(lines, model, dictionary, encode, layer, args)
+        for lines in (src_lines, tgt_lines)
+    )
+    result = evaluate(src, tgt, layer=layer, scoring=args.scoring, k=args.k, search=args.search)
+    logger.info(
+        "embedded 2 x %d sentences and searched (%s) in %.2f s on %s",
+        result.sentences,
+        result.search,
+        time.perf_counter() - start,
+        device,
+    )
+    sys.stdout.write(report(result))
+    sys.stdout.flush()
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result.as_dict(), f, indent=2)
+            f.write("\n")
+    return result
+
+
+def report(result: RetrievalResult) -> str:
+    """Two lines: the accuracy in each direction, with the settings."""
+    settings = f"layer {result.layer}, {result.scoring}"
+    settings += f", k={result.k}" if result.scoring == "margin" else ""
+    lines: List[str] = [
+        f"src->tgt top-1 accuracy {100 * result.src2tgt:.2f} "
+        f"({result.sentences} sentences; {settings})",
+        f"tgt->src top-1 accuracy {100 * result.tgt2src:.2f} "
+        f"({result.sentences} sentences; {settings})",
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    """Console entry point ``veco-retrieve``; exits 1 with one line on a user error."""
+    run_cli("veco-retrieve", get_parser, main, VecoUserError, argv)
+
+
+if __name__ == "__main__":
+    cli_main()
