@@ -31,6 +31,9 @@ setup(
         # fairseq's --tensorboard-logdir (without it every fairseq command prints
         # "Please install tensorboardX")
         "tensorboardX",
+        # word alignments for weam (prepare-pretraining-data.sh --align-with eflomal; the
+        # quickstart's weam row)
+        "eflomal>=2",
     ],
     extras_require={
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests

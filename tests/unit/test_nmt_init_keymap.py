@@ -191,3 +191,16 @@ def test_xlmr_input_starts_cross_attention_random():
         h = roberta.encoder.sentence_encoder(x)["encoder_out"][0]
         enc = nmt.encoder(x, src_lengths=None)["encoder_out"][0]
     assert max_diff(enc, h, x, d.pad()) <= TOL
+
+
+@pytest.mark.parametrize("extension", ["pointer", "exchange"])
+def test_objective_extensions_are_dropped(extension):
+    """A dwa (pointer network) or weam (exchange head) checkpoint initializes the NMT
+    model exactly as one without the extension."""
+    d = toy_dictionary()
+    veco = build("veco_tiny", d, seed=1)
+    plain, _ = init_nmt_state(veco.state_dict(), build_nmt(d, 2).state_dict(), [0, 1])
+    veco.build_extension(extension)
+    extended, _ = init_nmt_state(veco.state_dict(), build_nmt(d, 2).state_dict(), [0, 1])
+    assert plain.keys() == extended.keys()
+    assert all(torch.equal(plain[k], extended[k]) for k in plain)

@@ -28,7 +28,7 @@ with M in :data:`LAYER_MODULES` and L the decoder source layers
 when the model has it (``--decoder-output-bias``). The rest of the pre-training LM head
 (``encoder.lm_head.dense``, GELU, ``encoder.lm_head.layer_norm``: the transform between
 the last layer and the tied output embeddings), classification heads and XLM-Align's
-pointer network (``dwa``) are dropped:
+pointer network (``dwa``) and WEAM's exchange head (``weam``) are dropped:
 the decoder predicts from the tied embeddings directly, so its logits at
 initialization are not the pre-trained LM's. :func:`init_nmt_state` fails on a target weight
 without a source (missing) and on a source weight the map does not know
@@ -70,7 +70,12 @@ VOCAB_KEYS = (
 # Single parameters mapped outside the module map: target key <- source key.
 PARAMETER_MAP = {"decoder.output_projection.bias": "encoder.lm_head.bias"}
 # Source modules deliberately not carried over.
-DROPPED_SOURCE_PREFIXES = ("encoder.lm_head.", "classification_heads.", "pointer.")
+DROPPED_SOURCE_PREFIXES = (
+    "encoder.lm_head.",
+    "classification_heads.",
+    "pointer.",
+    "exchange.",
+)
 # Buffers that are not weights: the source's are ignored, the target's kept fresh.
 SOURCE_BUFFERS = (f"{SOURCE}.version",)
 TARGET_BUFFERS = ("encoder.version", "decoder.version", DIGEST_KEY)
