@@ -36,8 +36,9 @@ setup(
         "eflomal>=2",
     ],
     extras_require={
-        # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests
-        "test": ["pytest", "pot"],
+        # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests;
+        # transformers, faiss-cpu: the veco-export-hf and veco-retrieve tests
+        "test": ["pytest", "pot", "transformers", "faiss-cpu"],
         # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command)
         "hf": ["transformers"],
         # veco-retrieve --search faiss (and auto on large pools); exact torch search without

@@ -70,3 +70,12 @@ def test_bad_terms_name_the_flag(text, message):
 def test_keys_are_unique_and_a_bare_key_weighs_one():
     assert len(set(TERM_KEYS)) == len(TERM_KEYS)
     assert parse_terms("mono_mlm, align=10") == {"mono_mlm": 1.0, "align": 10.0}
+
+
+@pytest.mark.parametrize("name", ["tlm", "dwa", "weam", "veco_terms"])
+def test_idle_cross_attention_under_pytorch_ddp_is_refused_in_one_line(name):
+    ddp = {"distributed_world_size": 2, "ddp_backend": "pytorch_ddp"}
+    with pytest.raises(VecoUserError, match=f"--criterion {name} leaves the cross-attention idle"):
+        build_criterion(name, ToyTask(toy_dictionary()), **ddp)
+    build_criterion(name, ToyTask(toy_dictionary()), find_unused_parameters=True, **ddp)
+    build_criterion("ca_mlm", ToyTask(toy_dictionary()), **ddp)  # the cross terms use it

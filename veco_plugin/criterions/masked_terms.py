@@ -6,14 +6,26 @@ from typing import Any, Dict, List
 
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion
+from fairseq.dataclass import FairseqDataclass
+from omegaconf import II
 
+from ..errors import VecoUserError
 from ..terms import TERM_FAMILIES, VecoTerm
 from ..terms.scores import logged_total
 from ..terms.translation_lm import TlmSettings
 
 
 @dataclass
-class MaskedTermsConfig(TlmSettings):
+class DdpSettings(FairseqDataclass):
+    """fairseq's data-parallel settings, read to refuse what DDP would crash on."""
+
+    ddp_backend: str = II("distributed_training.ddp_backend")
+    find_unused_parameters: bool = II("distributed_training.find_unused_parameters")
+    distributed_world_size: int = II("distributed_training.distributed_world_size")
+
+
+@dataclass
+class MaskedTermsConfig(TlmSettings, DdpSettings):
     """The settings every recipe has."""
 
     mlm_weight: float = field(
@@ -52,6 +64,21 @@ class MaskedTermsCriterion(FairseqCriterion):
         ]
         self.extensions = tuple(e for term in self.terms for e in term.extensions)
         self.needs_warm_start = any(term.warm_start for term in self.terms)
+        self._check_ddp(cfg)
+
+    def _check_ddp(self, cfg: Any) -> None:
+        """Without a cross term (``mono_ca``/``bi_ca``) the cross-attention gets no
+        gradient, which torch's DistributedDataParallel refuses mid-epoch unless told."""
+        if (
+            cfg.distributed_world_size > 1
+            and cfg.ddp_backend in ("pytorch_ddp", "c10d")
+            and not cfg.find_unused_parameters
+            and not any(self.weights.get(k, 0.0) for k in ("mono_ca", "bi_ca"))
+        ):
+            raise VecoUserError(
+                f"--criterion {cfg._name} leaves the cross-attention idle, which --ddp-backend "
+                f"{cfg.ddp_backend} refuses: add --find-unused-parameters (or use legacy_ddp)"
+            )
 
     @staticmethod
     def term_weights(cfg: Any) -> Dict[str, float]:

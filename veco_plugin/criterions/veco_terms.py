@@ -17,11 +17,11 @@ from ..terms.dictionary_alignment import AlignSettings
 from ..terms.segments import CaSettings
 from ..terms.translation_lm import TlmSettings
 from ..terms.word_alignment import DwaSettings
-from .masked_terms import MaskedTermsCriterion
+from .masked_terms import DdpSettings, MaskedTermsCriterion
 
 
 @dataclass
-class VecoTermsConfig(CaSettings, DwaSettings, AlignSettings, TlmSettings):
+class VecoTermsConfig(CaSettings, DwaSettings, AlignSettings, TlmSettings, DdpSettings):
     terms: str = field(
         default="mono_mlm=1,bi_tlm=1",
         metadata={"help": "comma-separated KEY=WEIGHT, e.g. mono_mlm=1,bi_tlm=1,align=10"},

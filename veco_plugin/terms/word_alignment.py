@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional
 import torch
 from fairseq import metrics
 from fairseq.dataclass import FairseqDataclass
-from omegaconf import II
 from torch import Tensor
 
 from ..alignment import self_label
@@ -55,9 +54,6 @@ class DwaSettings(FairseqDataclass):
         default=2, metadata={"help": "iterative alignment filtering rounds, eqs. 8-9 (Table 11)"}
     )
     filter_alpha: float = field(default=0.9, metadata={"help": "discount α of eq. 9 (Table 11)"})
-    ddp_backend: str = II("distributed_training.ddp_backend")
-    find_unused_parameters: bool = II("distributed_training.find_unused_parameters")
-    distributed_world_size: int = II("distributed_training.distributed_world_size")
 
 
 class DenoisingAlignmentTerm(VecoTerm):
@@ -72,17 +68,6 @@ class DenoisingAlignmentTerm(VecoTerm):
     def __init__(self, cfg, task, weights):
         super().__init__(cfg, task, weights)
         self.layers: Dict[str, int] = {}  # resolved at the first step
-        uses_cross_attention = any(weights.get(k, 0) for k in ("mono_ca", "bi_ca"))
-        if (
-            cfg.distributed_world_size > 1
-            and cfg.ddp_backend in ("pytorch_ddp", "c10d")
-            and not cfg.find_unused_parameters
-            and not uses_cross_attention
-        ):
-            raise VecoUserError(
-                f"bi_dwa leaves the cross-attention idle, which --ddp-backend "
-                f"{cfg.ddp_backend} refuses: add --find-unused-parameters (or use legacy_ddp)"
-            )
 
     def resolve_layers(self, model_layers: int) -> Dict[str, int]:
         """The self-labelling and DWA layers for a model of ``model_layers`` layers."""
