@@ -134,7 +134,8 @@ OBJECTIVES: Tuple[Objective, ...] = (
         quickstart_switch=True,
         note="the quickstart gives every pre-training the bitext, so align_mlm also trains "
         "TLM on the bilingual batches (the paper: monolingual text only); its word list is "
-        "veco-gettext-dictionary's, the alignment score is on its held-out words",
+        "veco-gettext-dictionary's, the alignment score is on its held-out words; like tlm it "
+        "never runs the cross-attention (random weights in the decoder's encoder-attention)",
         needs=(WORD_LIST,),
         train_flags=(
             "--align-dictionary", "{word_list}/train.txt",
@@ -147,6 +148,8 @@ OBJECTIVES: Tuple[Objective, ...] = (
         run="weam",
         benchmark=(("weam", {}),),
         quickstart_switch=True,
+        note="weam never runs the cross-attention, so veco-init-nmt copies untrained "
+        "(randomly initialized) weights into the decoder's encoder-attention, as for tlm",
         needs=(WORD_ALIGNMENTS,),
         train_flags=("--bi-mask-prob", "0.3"),  # the paper masks 30% of the pair
     ),

@@ -27,11 +27,14 @@ from veco_plugin.quickstart.stages import RANDOM, labels
 
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
-INITS = tuple(row.run for row in OBJECTIVES if row.translate) + (RANDOM,)
+CATALOGS = os.path.isdir("/usr/share/locale/de/LC_MESSAGES")
+# without catalogs there is no word list: ALIGN-MLM's row is switched off
+RUNS = [row for row in OBJECTIVES if CATALOGS or row.run != "alignmlm"]
+INITS = tuple(row.run for row in RUNS if row.translate) + (RANDOM,)
 ALIGNER = next(row for row in OBJECTIVES if row.aligns)  # and its starts_from: before/after
 STAGES = (
     ["corpus", "data", "report", "align"]
-    + [f"pretrain-{row.run}" for row in OBJECTIVES]
+    + [f"pretrain-{row.run}" for row in RUNS]
     + [f"init-{init}" for init in INITS if init != RANDOM]
     + [f"{stage}-{init}" for init in INITS for stage in ("finetune", "eval")]
 )
@@ -63,8 +66,9 @@ def smoke(tmp_path_factory):
     root = tmp_path_factory.mktemp("quickstart")
     run_dir = root / "run"
     args = ["--smoke", "--run-dir", run_dir]
-    if not os.path.isdir("/usr/share/locale/de/LC_MESSAGES"):
-        args += ["--text", _fixture_text(root), "--vocab-size", "500"]
+    if not CATALOGS:
+        # no catalogs: no word list either (ALIGN-MLM's row needs one)
+        args += ["--text", _fixture_text(root), "--vocab-size", "500", "--no-alignmlm"]
     start = time.time()
     proc = _quickstart(*args)
     seconds = time.time() - start
