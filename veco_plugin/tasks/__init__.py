@@ -2,3 +2,4 @@
 
 from . import translation_from_pretrained_veco  # noqa: F401
 from . import veco_pretraining  # noqa: F401
+from . import veco_sentence_prediction  # noqa: F401
