@@ -97,6 +97,12 @@ def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra
     ]
 
 
+def monolingual(args: List) -> List:
+    """``pretrain_args`` without the bilingual pairs (monolingual text only)."""
+    i = args.index("--bi-pairs")
+    return args[:i] + args[i + 2 :]
+
+
 def train_cfg(args: List):
     """fairseq-train's configuration of ``args``, parsed in-process as fairseq_cli.train
     does (``--bf16`` left on the CPU: fairseq's parser would also turn on ``--tpu``)."""
