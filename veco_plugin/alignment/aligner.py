@@ -222,6 +222,24 @@ def fastbpe_pieces(codes_path: str) -> PieceFn:
     return lambda word: bpe.encode(word).split()
 
 
+def spm_model_beside(checkpoint: str) -> Optional[str]:
+    """A sentencepiece model next to ``checkpoint`` (``SPM_NAMES``), or None."""
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    found = [os.path.join(directory, n) for n in SPM_NAMES]
+    return next((f for f in found if os.path.isfile(f)), None)
+
+
+def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
+    """``--spm-model``, else a sentencepiece model next to the checkpoint (``SPM_NAMES``)."""
+    found = spm_model or spm_model_beside(checkpoint)
+    if not found:
+        raise VecoUserError(
+            f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} next to it: pass the "
+            "sentencepiece model it was trained with as --spm-model"
+        )
+    return found
+
+
 def word_pieces(
     spm_model: Optional[str] = None,
     bpe_codes: Optional[str] = None,
@@ -234,9 +252,7 @@ def word_pieces(
     if bpe_codes:
         return fastbpe_pieces(bpe_codes)
     if not spm_model and checkpoint:
-        directory = os.path.dirname(os.path.abspath(checkpoint))
-        found = [os.path.join(directory, n) for n in SPM_NAMES]
-        spm_model = next((f for f in found if os.path.isfile(f)), None)
+        spm_model = spm_model_beside(checkpoint)
         if spm_model:
             logger.info("subwords: %s", spm_model)
     if not spm_model:

@@ -17,11 +17,10 @@ import logging
 import os
 from typing import Any, Dict, Optional, Sequence
 
-from ..alignment.aligner import check_checkpoint_path, load_model
+from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
 from ..errors import VecoUserError
 from ..export.hf import export_model, require_transformers
 from .common import run_cli
-from .retrieve import find_spm_model
 
 logger = logging.getLogger("veco_plugin.cli.export_hf")
 

@@ -22,7 +22,7 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
 
-from ..alignment.aligner import SPM_NAMES, check_checkpoint_path, load_model
+from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
 from ..corpora.subwords import Encoder, spm_encoder
 from ..errors import VecoUserError
 from ..evaluation.aer import read_lines, sentence_lengths
@@ -104,20 +104,6 @@ def get_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return parser
-
-
-def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
-    """``--spm-model``, else a sentencepiece model next to the checkpoint (``SPM_NAMES``)."""
-    if spm_model:
-        return spm_model
-    directory = os.path.dirname(os.path.abspath(checkpoint))
-    for name in SPM_NAMES:
-        if os.path.isfile(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    raise VecoUserError(
-        f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} next to it: pass the sentencepiece "
-        "model it was trained with as --spm-model"
-    )
 
 
 def _embed_lines(
