@@ -13,8 +13,10 @@ $(VENV)/.installed: setup.py scripts/setup-env.sh
 	bash scripts/setup-env.sh --venv $(VENV)
 	touch $@
 
+# two pytest workers (pytest-xdist), one thread each; a test module stays on one worker
+# (its module fixtures are built once), session fixtures are built by each worker using them
 test: setup
-	OMP_NUM_THREADS=2 $(PY) -m pytest -q --durations=15 tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests

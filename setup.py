@@ -37,8 +37,9 @@ setup(
     ],
     extras_require={
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests;
-        # transformers, faiss-cpu: the veco-export-hf and veco-retrieve tests
-        "test": ["pytest", "pot", "transformers", "faiss-cpu"],
+        # transformers, faiss-cpu: the veco-export-hf and veco-retrieve tests; pytest-xdist:
+        # make test's two workers
+        "test": ["pytest", "pytest-xdist", "pot", "transformers", "faiss-cpu"],
         # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command)
         "hf": ["transformers"],
         # veco-retrieve --search faiss (and auto on large pools); exact torch search without
