@@ -81,3 +81,17 @@ def test_bilingual_data_without_alignments_is_one_line():
     d, model, criterion = _setup()
     with pytest.raises(VecoUserError, match="needs word alignments"):
         criterion(model, {"bi": pair_batch(d)})
+
+
+def test_bf16_model_gives_a_finite_loss_and_gradients():
+    d = toy_dictionary()
+    model = build("veco_tiny", d, seed=0).to(torch.bfloat16)
+    criterion = build_criterion("weam", ToyTask(d))
+    criterion.extend_model(model)
+    model.to(torch.bfloat16)
+    batch = pair_batch(d, seed=6)
+    batch["links"] = diagonal_links(batch, many_to_one=True)
+    loss, _, log = criterion(model, {"bi": batch})
+    loss.backward()
+    assert torch.isfinite(loss) and int(log["bi_cp_n"]) > 0
+    assert torch.isfinite(model.exchange.dense.weight.grad.float()).all()
