@@ -1,0 +1,98 @@
+"""fairseq-train --task veco_sentence_prediction from the ca_mlm cold start, plug-out
+and plug-in, on the gettext translation-or-negative task; veco-sentence-eval's
+zero-shot table (English-first training, German- and French-first test files)."""
+
+import glob
+import json
+import os
+import sys
+
+import pytest
+
+from tests.helpers.runner import REPO, USER_DIR, env, json_logs, run
+
+UPDATES = 700
+# --max-positions of the cold start (veco_pretraining's 48 + 48)
+MAX_POSITIONS = "96"
+
+
+@pytest.fixture(scope="module")
+def paraphrase_data(pretrain_text, pretrain_data, tmp_path_factory):
+    if not glob.glob("/usr/share/locale/fr/LC_MESSAGES/*.mo") or "gettext" not in pretrain_text:
+        pytest.skip("no German/French gettext catalogs")
+    tmp = tmp_path_factory.mktemp("paraphrase")
+    fr = tmp / "gettext-en-fr"
+    run("veco-gettext-corpus", ["--tgt-lang", "fr", "--output", fr, "--test-size", "300"])
+    tsv = tmp / "tsv"
+    python = [sys.executable, "-m"]
+    import subprocess
+
+    def module(name, *args):
+        subprocess.run(python + [name, *map(str, args)], check=True, env=env(), cwd=REPO)
+
+    module(
+        "veco_plugin.cli.gettext_paraphrase",
+        "--corpus", f"de={pretrain_text}", "--corpus", f"fr={fr}", "--train-lang", "de",
+        "--output", tsv, "--max-train", "4000", "--max-eval", "200", "--candidates", "1",
+    )  # fmt: skip
+    splits = []
+    for name in ("train", "valid", "test_en", "test_de", "test_fr"):
+        splits += ["--split", f"{name}={tsv}/{name}.tsv,{tsv}/{name}.trans.tsv"]
+    out = tmp / "bin"
+    module(
+        "veco_plugin.cli.prepare_sentence_prediction", "--layout", "pawsx",
+        "--spm-model", f"{pretrain_data}/spm.model", "--dict", f"{pretrain_data}/dict.txt",
+        "--output", out, *splits,
+    )  # fmt: skip
+    return out
+
+
+def finetune(data, cold_start, save_dir, mode):
+    args = [
+        data, "--user-dir", USER_DIR, "--task", "veco_sentence_prediction",
+        "--plug-mode", mode, "--criterion", "veco_sentence_prediction", "--num-classes", "2",
+        "--init-token", "0", "--separator-token", "2", "--max-positions", MAX_POSITIONS,
+        "--shorten-method", "truncate", "--arch", "veco_tiny", "--restore-file", cold_start,
+        "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
+        "--dropout", "0", "--attention-dropout", "0", "--cpu", "--optimizer", "adam",
+        "--adam-betas", "(0.9,0.98)", "--lr", "1e-3", "--lr-scheduler", "polynomial_decay",
+        "--warmup-updates", "30", "--total-num-update", str(UPDATES),
+        "--max-update", str(UPDATES), "--batch-size", "16", "--save-dir", save_dir,
+        "--no-epoch-checkpoints", "--log-format", "json", "--log-interval", "50", "--seed", "1",
+        "--num-workers", "0", "--validate-interval-updates", str(UPDATES),
+        "--best-checkpoint-metric", "x_accuracy", "--maximize-best-checkpoint-metric",
+    ]  # fmt: skip
+    proc = run("fairseq-train", args, env=env(OMP_NUM_THREADS="2"))
+    return proc.stdout + proc.stderr
+
+
+def zero_shot(data, save_dir, name, tmp_path):
+    out = tmp_path / f"{name}.json"
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "veco_plugin.cli.sentence_prediction_eval", "--data", data,
+         "--checkpoint", f"{name}={save_dir}/checkpoint_last.pt", "--json", out],
+        check=True, capture_output=True, text=True, env=env(), cwd=REPO,
+    )  # fmt: skip
+    print(proc.stdout)
+    with open(out) as f:
+        return json.load(f), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["out", "in"])
+def test_finetune_above_chance(mode, paraphrase_data, cold_start, tmp_path):
+    log = finetune(paraphrase_data, cold_start, tmp_path / mode, mode)
+    valid = json_logs(log, "valid")[-1]
+    table, stderr = zero_shot(paraphrase_data, tmp_path / mode, mode, tmp_path)
+    scores = table[mode]
+    print(mode, json.dumps(table))
+    assert set(scores) == {"test_en", "test_de", "test_fr"}
+    if mode == "out":
+        assert float(valid["valid_x_accuracy"]) >= 60.0
+        assert scores["test_en"] >= 60.0
+    else:  # with translations; the fallback column is the zero-shot reading
+        assert float(valid["valid_x_accuracy"]) >= 60.0
+        assert table["in+tr"]["test_en"] >= 60.0
+        assert "falling back to plug-out" in stderr
+    assert os.path.exists(tmp_path / mode / "checkpoint_last.pt")
