@@ -14,6 +14,19 @@ DATA is fairseq's layout (``veco-prepare-sentence-prediction`` writes it)::
 ``[H^L_x ; S^L_x]`` for x and ``[H^L_y ; S^L_y]`` for y, both labelled with x's label.
 A split without ``trans0`` is read plug-out (a warning; see
 ``models/veco_sentence_classifier.py`` for what the plug-in head reads then).
+
+As fairseq's RoBERTa fine-tuning, the LM head is unused (and, plug-out, the
+cross-attention): with ``pytorch_ddp`` add ``--find-unused-parameters``. The head runs
+inside the model's forward, so DDP sees every parameter that is used.
+
+::
+
+    fairseq-train DATA --user-dir veco_plugin --task veco_sentence_prediction \
+        --plug-mode in --criterion veco_sentence_prediction --num-classes 2 \
+        --init-token 0 --separator-token 2 --max-positions 512 --shorten-method truncate \
+        --arch veco_base --restore-file ca_mlm/checkpoint_best.pt --reset-optimizer \
+        --reset-dataloader --reset-meters --best-checkpoint-metric x_accuracy \
+        --maximize-best-checkpoint-metric ...
 """
 
 import contextlib
