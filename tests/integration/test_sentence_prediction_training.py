@@ -1,6 +1,18 @@
 """fairseq-train --task veco_sentence_prediction from the ca_mlm cold start, plug-out
 and plug-in, on the gettext translation-or-negative task; veco-sentence-eval's
-zero-shot table (English-first training, German- and French-first test files)."""
+zero-shot table (English-first training, German- and French-first test files).
+
+Measured (700 updates, batch 16, 200 pairs = 400 examples per test file; chance 50):
+
+    plug-out                   test_en 54.5   test_de 55.8   test_fr 50.0
+    plug-in, no translation    test_en 52.5   test_de 52.5   test_fr 50.2   (fallback)
+    plug-in, with translation  test_en 92.0   test_de 89.5   test_fr 89.5
+
+Plug-in's lead comes from this task's translations: the translation of (e_i, t_j) is
+(t_i, e_j), so a positive's pair holds both of its sentences again and the
+cross-attention only has to find copies. The plug-out numbers are what a 150-update
+tiny cold start learns in 700 updates; they are barely above chance.
+"""
 
 import glob
 import json
@@ -16,7 +28,7 @@ UPDATES = 700
 # --max-positions of the cold start (veco_pretraining's 48 + 48)
 MAX_POSITIONS = "96"
 # chance is 50 (balanced labels); measured: see the module docstring
-MIN_ACCURACY = {"out": 53.0, "in": 53.0}
+MIN_ACCURACY = {"out": 52.0, "in": 75.0}
 
 
 @pytest.fixture(scope="module")
