@@ -14,12 +14,12 @@ from veco_plugin.alignment.aligner import load_model
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
 
-def _held_out(pretrain_data):
+@pytest.fixture(scope="module")
+def held_out(pretrain_text):
     """The gettext corpus's test split (pre-training reads train/valid/mono only), else the
     fixture text's valid split."""
-    gettext = os.path.join(os.path.dirname(pretrain_data), "gettext")
-    if os.path.isfile(os.path.join(gettext, "test.en")):
-        return os.path.join(gettext, "test.en"), os.path.join(gettext, "test.de")
+    if os.path.isfile(os.path.join(pretrain_text, "test.en")):
+        return os.path.join(pretrain_text, "test.en"), os.path.join(pretrain_text, "test.de")
     return f"{REPO}/tests/fixtures/text/valid.en", f"{REPO}/tests/fixtures/text/valid.de"
 
 
@@ -38,8 +38,8 @@ def random_init(pretrain_data, cold_start, tmp_path_factory):
     return path
 
 
-def _retrieve(pretrain_data, checkpoint, out, *extra):
-    src, tgt = _held_out(pretrain_data)
+def _retrieve(pretrain_data, held_out, checkpoint, out, *extra):
+    src, tgt = held_out
     args = ["--path", checkpoint, "--spm-model", f"{pretrain_data}/spm.model"]
     args += ["--dict", f"{pretrain_data}/dict.txt", "--src", src, "--tgt", tgt, "--cpu"]
     proc = run("veco-retrieve", [*args, "--json", out, "--no-progress", *extra])
@@ -49,13 +49,18 @@ def _retrieve(pretrain_data, checkpoint, out, *extra):
 
 
 @pytest.fixture(scope="module")
-def accuracies(pretrain_data, cold_start, random_init, tmp_path_factory):
+def accuracies(pretrain_data, held_out, cold_start, random_init, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("retrieve")
     out = {}
     for name, checkpoint in (("trained", cold_start), ("random", random_init)):
         for scoring in ("cosine", "margin"):
             result = _retrieve(
-                pretrain_data, checkpoint, tmp / f"{name}.{scoring}.json", "--scoring", scoring
+                pretrain_data,
+                held_out,
+                checkpoint,
+                tmp / f"{name}.{scoring}.json",
+                "--scoring",
+                scoring,
             )
             out[name, scoring] = result
             print(name, scoring, result)
@@ -83,11 +88,12 @@ def test_the_cold_start_encoder_beats_random_initialization(accuracies):
         assert trained["src2tgt"] + trained["tgt2src"] > random["src2tgt"] + random["tgt2src"]
 
 
-def test_faiss_gives_the_torch_results(pretrain_data, cold_start, accuracies, tmp_path):
+def test_faiss_gives_the_torch_results(pretrain_data, held_out, cold_start, accuracies, tmp_path):
     pytest.importorskip("faiss")
     for scoring in ("cosine", "margin"):
         result = _retrieve(
             pretrain_data,
+            held_out,
             cold_start,
             tmp_path / "f.json",
             "--scoring",
@@ -106,8 +112,8 @@ def _one_line_error(args) -> str:
     return proc.stderr.strip().splitlines()[-1]
 
 
-def test_bad_input_is_one_line(pretrain_data, cold_start, tmp_path):
-    src, _ = _held_out(pretrain_data)
+def test_bad_input_is_one_line(pretrain_data, held_out, cold_start, tmp_path):
+    src, _ = held_out
     short = tmp_path / "short.de"
     short.write_text("Ein Satz.\n", encoding="utf-8")
     n = sum(1 for _ in open(src, encoding="utf-8"))

@@ -255,18 +255,20 @@ class VecoModel(RobertaModel):
         for extension in EXTENSIONS:
             mine = getattr(self, extension)
             theirs = [k for k in state_dict if k.startswith(f"{prefix}{extension}.")]
+            what = EXTENSION_NAMES[extension]
             if mine is None and theirs:
-                logger.info("dropping the checkpoint's %s (%d tensors)", extension, len(theirs))
+                logger.info("dropping the checkpoint's %s (%d tensors)", what, len(theirs))
                 for k in theirs:
                     del state_dict[k]
             elif mine is not None and not theirs:
-                logger.info("the %s starts random (not in the checkpoint)", extension)
+                logger.info("the %s starts random (not in the checkpoint)", what)
                 for k, v in mine.state_dict().items():
                     state_dict[f"{prefix}{extension}.{k}"] = v
 
 
 # parts some objectives add to the model (``build_extension``): name -> module(C)
 EXTENSIONS = {"pointer": VecoPointerNetwork, "exchange": VecoWordExchangeHead}
+EXTENSION_NAMES = {"pointer": "pointer network", "exchange": "word-exchange head"}  # for logs
 
 
 def swap_halves(x: Tensor, dim: int) -> Tensor:
