@@ -60,6 +60,10 @@ setup(
             "veco-aer = veco_plugin.cli.aer:cli_main",
             "veco-wmt14 = veco_plugin.cli.wmt14:cli_main",
             "veco-spm = veco_plugin.cli.spm:cli_main",
+            "veco-prepare-sentence-prediction = "
+            "veco_plugin.cli.prepare_sentence_prediction:cli_main",
+            "veco-gettext-paraphrase = veco_plugin.cli.gettext_paraphrase:cli_main",
+            "veco-sentence-eval = veco_plugin.cli.sentence_prediction_eval:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
         ]

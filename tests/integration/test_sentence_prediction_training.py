@@ -92,7 +92,9 @@ def zero_shot(data, save_dir, name, tmp_path):
         return json.load(f), proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["out", "in"])
+# plug-in needs 700 updates of the two-stream forward (10+ minutes on 2 busy cores): make
+# test-slow runs it; its exactness ([H;S] at <s>, the fallback) is in the unit tests
+@pytest.mark.parametrize("mode", ["out", pytest.param("in", marks=pytest.mark.slow)])
 def test_finetune_above_chance(mode, paraphrase_data, cold_start, tmp_path):
     log = finetune(paraphrase_data, cold_start, tmp_path / mode, mode)
     valid = json_logs(log, "valid")[-1]
