@@ -399,15 +399,17 @@ def num_layers(model: RobertaModel) -> int:
     return len(model.encoder.sentence_encoder.layers)
 
 
-def default_layer(layers: int) -> int:
-    """The paper's relative depth (layer 8 of 12), rounded, at least 1."""
-    return max(1, round(layers * ALIGN_DEPTH))
+def default_layer(layers: int, depth: float = ALIGN_DEPTH) -> int:
+    """The layer at relative ``depth`` (default: the paper's layer 8 of 12), rounded, at
+    least 1."""
+    return max(1, round(layers * depth))
 
 
-def resolve_layer(model: RobertaModel, layer: Optional[int]) -> int:
-    """``layer`` (0 = the embeddings, L = the last layer) or the default; checked."""
+def resolve_layer(model: RobertaModel, layer: Optional[int], depth: float = ALIGN_DEPTH) -> int:
+    """``layer`` (0 = the embeddings, L = the last layer) or the default at ``depth``;
+    checked."""
     layers = num_layers(model)
-    layer = default_layer(layers) if layer is None else layer
+    layer = default_layer(layers, depth) if layer is None else layer
     if not 0 <= layer <= layers:
         raise VecoUserError(f"--layer {layer}: the model has layers 0..{layers} (0: embeddings)")
     return layer

@@ -36,7 +36,8 @@ from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
-from ..alignment.aligner import layer_states, num_layers
+from ..alignment import aligner
+from ..alignment.aligner import layer_states
 from ..errors import VecoUserError
 
 logger = logging.getLogger(__name__)
@@ -62,16 +63,12 @@ TORCH_CHUNK = 1024
 def default_layer(layers: int) -> int:
     """The retrieval layer of an ``layers``-deep encoder: :data:`RETRIEVAL_DEPTH`, rounded,
     at least 1."""
-    return max(1, round(layers * RETRIEVAL_DEPTH))
+    return aligner.default_layer(layers, RETRIEVAL_DEPTH)
 
 
 def resolve_layer(model: RobertaModel, layer: Optional[int]) -> int:
     """``layer`` (0 = the embeddings, L = the last layer) or :func:`default_layer`."""
-    layers = num_layers(model)
-    layer = default_layer(layers) if layer is None else layer
-    if not 0 <= layer <= layers:
-        raise VecoUserError(f"--layer {layer}: the model has layers 0..{layers} (0: embeddings)")
-    return layer
+    return aligner.resolve_layer(model, layer, RETRIEVAL_DEPTH)
 
 
 def sentence_ids(
