@@ -149,3 +149,12 @@ def test_stack_pair_pads_to_the_longer_side():
         [0, 7, 8, 2],
         [0, 9, 2, 1],
     ]
+
+
+def test_sentence_eval_names_its_own_flag_for_a_missing_checkpoint(tmp_path):
+    from veco_plugin.cli.sentence_prediction_eval import parse_checkpoints
+    from veco_plugin.errors import VecoUserError
+
+    missing = tmp_path / "no.pt"
+    with pytest.raises(VecoUserError, match=f"--checkpoint a={missing}: no such file"):
+        parse_checkpoints([f"a={missing}"])

@@ -16,6 +16,7 @@ fallback: the zero-shot setting) and ``in+tr`` with each file's translation
 import argparse
 import json
 import logging
+import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -96,6 +97,8 @@ def parse_checkpoints(values: Sequence[str]) -> List[Tuple[str, str]]:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
             raise VecoUserError(f"--checkpoint {value}: expected NAME=PATH")
+        if not os.path.isfile(path):
+            raise VecoUserError(f"--checkpoint {value}: no such file {path}")
         out.append((name, path))
     return out
 
