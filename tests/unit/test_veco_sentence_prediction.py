@@ -4,6 +4,7 @@ plug-in head reads [H^L ; S^L], the fallback reads [H^L ; H^L] with a warning.""
 import logging
 from types import SimpleNamespace
 
+import pytest
 import torch
 from fairseq.criterions.sentence_prediction import (
     SentencePredictionConfig,
