@@ -24,6 +24,21 @@ class DdpSettings(FairseqDataclass):
     distributed_world_size: int = II("distributed_training.distributed_world_size")
 
 
+def refuse_idle_parameters(cfg: DdpSettings, who: str, idle: str) -> None:
+    """``who`` (a flag) leaves ``idle`` without gradient: torch's DistributedDataParallel
+    (``--ddp-backend pytorch_ddp``/``c10d``, more than one process) raises at the second
+    update unless ``--find-unused-parameters``; refuse that up front, in one line."""
+    if (
+        cfg.distributed_world_size > 1
+        and cfg.ddp_backend in ("pytorch_ddp", "c10d")
+        and not cfg.find_unused_parameters
+    ):
+        raise VecoUserError(
+            f"{who} leaves {idle} idle, which --ddp-backend {cfg.ddp_backend} refuses: "
+            "add --find-unused-parameters (or use legacy_ddp)"
+        )
+
+
 @dataclass
 class MaskedTermsConfig(TlmSettings, DdpSettings):
     """The settings every recipe has."""
@@ -68,17 +83,9 @@ class MaskedTermsCriterion(FairseqCriterion):
 
     def _check_ddp(self, cfg: Any) -> None:
         """Without a cross term (``mono_ca``/``bi_ca``) the cross-attention gets no
-        gradient, which torch's DistributedDataParallel refuses mid-epoch unless told."""
-        if (
-            cfg.distributed_world_size > 1
-            and cfg.ddp_backend in ("pytorch_ddp", "c10d")
-            and not cfg.find_unused_parameters
-            and not any(self.weights.get(k, 0.0) for k in ("mono_ca", "bi_ca"))
-        ):
-            raise VecoUserError(
-                f"--criterion {cfg._name} leaves the cross-attention idle, which --ddp-backend "
-                f"{cfg.ddp_backend} refuses: add --find-unused-parameters (or use legacy_ddp)"
-            )
+        gradient."""
+        if not any(self.weights.get(k, 0.0) for k in ("mono_ca", "bi_ca")):
+            refuse_idle_parameters(cfg, f"--criterion {cfg._name}", "the cross-attention")
 
     @staticmethod
     def term_weights(cfg: Any) -> Dict[str, float]:

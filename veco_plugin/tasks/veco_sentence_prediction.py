@@ -16,8 +16,9 @@ A split without ``trans0`` is read plug-out (a warning; see
 ``models/veco_sentence_classifier.py`` for what the plug-in head reads then).
 
 As fairseq's RoBERTa fine-tuning, the LM head is unused (and, plug-out, the
-cross-attention): with ``pytorch_ddp`` add ``--find-unused-parameters``. The head runs
-inside the model's forward, so DDP sees every parameter that is used.
+cross-attention): with ``pytorch_ddp`` add ``--find-unused-parameters`` (without it the
+task refuses to start, in one line, where torch would crash at the second update). The
+head runs inside the model's forward, so DDP sees every parameter that is used.
 
 ::
 
@@ -42,6 +43,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
 from omegaconf import OmegaConf, open_dict
 
+from ..criterions.masked_terms import DdpSettings, refuse_idle_parameters
 from ..data.translated_dataset import VecoTranslatedDataset
 from ..errors import VecoUserError
 from ..models.veco import VecoModel
@@ -54,7 +56,7 @@ TRANSLATION_KEYS = ("trans0", "trans1")  # translations of input0, input1
 
 
 @dataclass
-class VecoSentencePredictionConfig(SentencePredictionConfig):
+class VecoSentencePredictionConfig(SentencePredictionConfig, DdpSettings):
     plug_mode: PLUG_MODES = field(  # type: ignore[valid-type]
         default="out",
         metadata={
@@ -115,6 +117,13 @@ class VecoSentencePredictionTask(SentencePredictionTask):
             self.max_positions(),
             self.cfg.seed,
         )
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        """fairseq's, refused up front where torch's DDP would crash at the second update:
+        the classifier never uses its LM head (nor, plug-out, the cross-attention)."""
+        idle = "the LM head" + (" and the cross-attention" if self.cfg.plug_mode == "out" else "")
+        refuse_idle_parameters(self.cfg, "--task veco_sentence_prediction", idle)
+        return super().build_criterion(cfg, from_checkpoint)
 
     def build_model(self, cfg, from_checkpoint=False):
         """A ``veco`` arch as :class:`VecoSentenceClassifier` with the head of
