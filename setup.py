@@ -39,11 +39,11 @@ setup(
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests;
         # transformers, faiss-cpu: the veco-export-hf and veco-retrieve tests; pytest-xdist:
         # make test's two workers
-        "test": ["pytest", "pytest-xdist", "pot", "transformers<5", "faiss-cpu"],
+        "test": ["pytest", "pytest-xdist", "pot", "transformers", "faiss-cpu"],
         # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command);
-        # transformers 5 reads the exported sentencepiece tokenizer as all <unk> (the model
-        # loads and matches): until the export writes what 5.x reads, 4.x
-        "hf": ["transformers<5"],
+        # 4.x and 5.x: the export writes tokenizer.json itself (5.x has no sentencepiece
+        # XLM-R tokenizer and reads that file) and rereads it to check fairseq's ids
+        "hf": ["transformers"],
         # veco-retrieve --search faiss (and auto on large pools); exact torch search without
         "retrieval": ["faiss-cpu"],
         # fastBPE: see scripts/install-fastbpe.sh (PyPI's 0.1.0 sdist needs its .pyx

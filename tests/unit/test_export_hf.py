@@ -9,7 +9,7 @@ from tests.helpers.toy import build, random_tokens, toy_dictionary
 from veco_plugin.corpora import subwords
 from veco_plugin.errors import VecoUserError
 from veco_plugin.export.keymap import count_layers, key_table, to_transformers
-from veco_plugin.export.tokenizer import aligned_model
+from veco_plugin.export.tokenizer import aligned_model, fast_tokenizer, unigram_vocab
 from veco_plugin.modules.pointer_network import VecoPointerNetwork
 
 TEXT = f"{REPO}/tests/fixtures/text"
@@ -132,15 +132,22 @@ def test_aligned_pieces_are_fairseq_ids_minus_one(spm_model):
         assert [i + 1 if i else 3 for i in sp.encode(line)] == [d.index(p) for p in pieces]
 
 
-def test_a_dictionary_in_another_order_and_with_padding_symbols(spm_model):
+def _reordered(d, padding="madeupword0000"):
+    """``d``'s pieces in another order, plus one padding symbol (fairseq's, or one spelled in
+    the model's pieces)."""
     from fairseq.data import Dictionary
 
-    model, d = spm_model
     shuffled = Dictionary()
     words = d.symbols[4:-1]
-    for w in words[1::2] + words[0::2] + ["madeupword0000"]:
+    for w in words[1::2] + words[0::2] + [padding]:
         shuffled.add_symbol(w)
     shuffled.add_symbol("<mask>")
+    return shuffled
+
+
+def test_a_dictionary_in_another_order_and_with_padding_symbols(spm_model):
+    model, d = spm_model
+    shuffled = _reordered(d)
     proto, counts = aligned_model(open(model, "rb").read(), shuffled.symbols)
     assert counts["unused"] == 1
     sp = _processor(proto)
@@ -165,3 +172,45 @@ def test_dictionaries_that_cannot_be_expressed(spm_model):
         aligned_model(original, short.symbols)
     with pytest.raises(VecoUserError, match="not a sentencepiece model"):
         aligned_model(b"\x00not a model", d.symbols)
+
+
+@pytest.mark.parametrize("order", ["dict.txt", "reordered"])
+def test_tokenizer_json_gives_fairseq_ids(spm_model, order):
+    """``tokenizer.json``, which transformers 4.x's fast and 5.x's only XLM-R tokenizer read,
+    through the ``tokenizers`` library: its vocabulary is the dictionary in order and it
+    encodes real lines to fairseq's ids between <s> and </s>, never to a padding symbol
+    (which has no piece type there, only a score below its spelling's)."""
+    pytest.importorskip("tokenizers")
+    model, d = spm_model
+    d = d if order == "dict.txt" else _reordered(d, padding="madeupword")
+    original = open(model, "rb").read()
+    proto, _ = aligned_model(original, d.symbols)
+    tokenizer = fast_tokenizer(proto, d.symbols)
+    assert [tokenizer.id_to_token(i) for i in range(len(d))] == d.symbols
+    assert tokenizer.get_vocab_size() == len(d)
+    old = _processor(original)
+    for line in _lines() + ["  Größe:   12,5 MB  ", "", "madeupword xmadeupword"]:
+        ids = [d.index(p) for p in old.encode(line, out_type=str)]
+        assert tokenizer.encode(line).ids == [d.bos()] + ids + [d.eos()]
+    assert tokenizer.encode("Datei <mask>").ids[-2:] == [d.index("<mask>"), d.eos()]
+    with pytest.raises(VecoUserError, match="not aligned to the dictionary"):
+        unigram_vocab(original, d.symbols)
+
+
+def test_a_tokenizer_read_with_other_ids_is_refused(spm_model):
+    """What transformers 5's ``XLMRobertaTokenizer(vocab_file=...)`` saved: its five-token
+    default vocabulary, every piece <unk>."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer
+    from tokenizers.models import Unigram
+
+    from veco_plugin.export.hf import check_tokenizer
+
+    _, d = spm_model
+    default = [(s, 0.0) for s in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")]
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(Unigram(default, unk_id=3, byte_fallback=False))
+    )
+    n = len(d) - 4
+    with pytest.raises(VecoUserError, match=rf"other ids than fairseq's: {n} symbols, e.g. '"):
+        check_tokenizer(tokenizer, d, transformers.__version__)

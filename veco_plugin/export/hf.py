@@ -4,12 +4,12 @@ The directory holds ``config.json`` and the weights of ``XLMRobertaForMaskedLM``
 plug-out encoder and its tied LM head; ``XLMRobertaModel.from_pretrained`` reads the same
 weights, its pooler starts random as for any masked-LM checkpoint), and the sentencepiece
 tokenizer (``sentencepiece.bpe.model`` rewritten by :mod:`.tokenizer`, plus
-``tokenizer.json`` for the fast tokenizer) giving fairseq's ids.
+``tokenizer.json`` for the fast tokenizer, the only one of transformers 5) giving fairseq's
+ids.
 
 ``transformers`` is the ``hf`` extra: imported here only, inside the functions.
 """
 
-import logging
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Tuple
@@ -21,11 +21,10 @@ from fairseq.modules import LearnedPositionalEmbedding
 from ..checkpoints.config import cfg_value
 from ..errors import VecoUserError
 from .keymap import ExportReport, to_transformers
-from .tokenizer import aligned_model
-
-logger = logging.getLogger(__name__)
+from .tokenizer import aligned_model, fast_tokenizer
 
 SPM_FILE = "sentencepiece.bpe.model"  # the name transformers' XLM-R tokenizer looks for
+TOKENIZER_FILE = "tokenizer.json"  # the tokenizers library's (fast tokenizer) file
 
 # fairseq --activation-fn -> transformers hidden_act (same function)
 ACTIVATIONS = {"gelu": "gelu", "gelu_accurate": "gelu_new", "gelu_fast": "gelu_new", "relu": "relu"}
@@ -113,7 +112,10 @@ def xlmr_config(shape: EncoderShape, dictionary: Dictionary) -> Dict[str, Any]:
 
 
 def write_tokenizer(spm_model: str, dictionary: Dictionary, output: str, max_length: int) -> None:
-    """The aligned sentencepiece model and both tokenizers' files in ``output``."""
+    """The aligned sentencepiece model, ``tokenizer.json`` built from it by :mod:`.tokenizer`
+    (not by transformers: 5.x would save its empty default vocabulary) and transformers'
+    tokenizer config in ``output``; then reread with ``AutoTokenizer``, which must give the
+    dictionary's symbols at their fairseq ids."""
     transformers = require_transformers()
     if not os.path.isfile(spm_model):
         raise VecoUserError(f"--spm-model {spm_model}: no such file")
@@ -122,23 +124,36 @@ def write_tokenizer(spm_model: str, dictionary: Dictionary, output: str, max_len
             proto, counts = aligned_model(f.read(), dictionary.symbols)
         except VecoUserError as exc:
             raise VecoUserError(f"--spm-model {spm_model}: {exc}") from None
-    vocab_file = os.path.join(output, SPM_FILE)
-    with open(vocab_file, "wb") as f:
-        f.write(proto)
     if counts["pieces"] + 2 != len(dictionary):  # + <pad> + <mask>
         raise VecoUserError(
             f"{counts['pieces']} pieces + <pad> + <mask> but {len(dictionary)} dictionary symbols"
         )
-    slow = transformers.XLMRobertaTokenizer(vocab_file=vocab_file, model_max_length=max_length)
-    slow.save_pretrained(output)
-    try:
-        fast = transformers.XLMRobertaTokenizerFast(
-            vocab_file=vocab_file, model_max_length=max_length
+    vocab_file = os.path.join(output, SPM_FILE)
+    with open(vocab_file, "wb") as f:
+        f.write(proto)
+    tokenizer_file = os.path.join(output, TOKENIZER_FILE)
+    fast_tokenizer(proto, dictionary.symbols).save(tokenizer_file)
+    # 4.x: the fast class (its config also names the sentencepiece one); 5.x: an alias of
+    # XLMRobertaTokenizer, which loads tokenizer_file over its default vocabulary
+    tokenizer = transformers.XLMRobertaTokenizerFast(
+        vocab_file=vocab_file, tokenizer_file=tokenizer_file, model_max_length=max_length
+    )
+    tokenizer.save_pretrained(output)
+    saved = transformers.AutoTokenizer.from_pretrained(output)
+    check_tokenizer(saved, dictionary, transformers.__version__)
+
+
+def check_tokenizer(tokenizer: Any, dictionary: Dictionary, version: str) -> None:
+    """Refuse a saved tokenizer whose vocabulary ids are not ``dictionary``'s (a transformers
+    ``version`` that reads the files otherwise)."""
+    ids = tokenizer.convert_tokens_to_ids(dictionary.symbols)  # fairseq id = list index
+    wrong = [(i, j) for i, j in enumerate(ids) if i != j]
+    if wrong:
+        i, j = wrong[0]
+        raise VecoUserError(
+            f"transformers {version} reads the exported tokenizer with other ids than fairseq's: "
+            f"{len(wrong)} symbols, e.g. {dictionary[i]!r} (fairseq {i}, transformers {j})"
         )
-    except Exception as exc:  # the slow -> fast converter needs protobuf and tokenizers
-        logger.warning("no tokenizer.json (fast tokenizer): %s", exc)
-    else:
-        fast.save_pretrained(output)
 
 
 def export_model(

@@ -14,10 +14,19 @@ Segmentation is unchanged: the same pieces with the same scores, only reordered.
 dictionary symbol that is no piece (fairseq's ``madeupword`` padding) becomes an ``UNUSED``
 piece, which sentencepiece never produces. A piece missing from the dictionary cannot be
 mapped (fairseq reads it as ``<unk>``) and is refused.
+
+:func:`fast_tokenizer` builds the ``tokenizers`` library's tokenizer (``tokenizer.json``) of
+the rewritten model directly, its unigram vocabulary listing the dictionary's symbols in
+dictionary order, so that its ids are fairseq's whatever transformers version reads it.
+transformers 5 has no sentencepiece XLM-R tokenizer: its ``XLMRobertaTokenizer(vocab_file=...)``
+ignores the file and starts from a five-token vocabulary (saved, every piece reads as
+``<unk>``); ``from_pretrained`` takes the vocabulary, scores and normalizer from
+``tokenizer.json``, or converts ``sentencepiece.bpe.model`` when there is none. 4.x's slow
+tokenizer reads ``sentencepiece.bpe.model``, its fast one ``tokenizer.json``.
 """
 
 import logging
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from ..errors import VecoUserError
 
@@ -27,8 +36,11 @@ logger = logging.getLogger(__name__)
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 MASK = "<mask>"
 
-# an UNUSED piece's score, this far below the lowest real score (never preferred)
+# an UNUSED piece's score is this far below any segmentation of it into real pieces
 UNUSED_MARGIN = 10.0
+
+# the sentencepiece word-boundary symbol, which the Metaspace pre-tokenizer writes for " "
+SPACE = "\u2581"
 
 
 def _proto_module():
@@ -51,6 +63,18 @@ def check_dictionary(symbols: Sequence[str]) -> List[str]:
             "XLM-R tokenizer puts <mask> last"
         )
     return list(symbols[len(SPECIALS) : -1])
+
+
+def unused_score(word: str, lowest: float) -> float:
+    """The score of a dictionary symbol that is no piece (an UNUSED piece).
+
+    sentencepiece never produces UNUSED pieces, but the ``tokenizers`` unigram model (which
+    has no piece types) would choose one over its spelling in real pieces when it scores
+    higher. Any such spelling has at most ``len(word) + 1`` pieces (a leading ``\u2581``),
+    each scoring at least ``lowest`` (<= 0), so this score is below all of them. (A
+    symbol with a character that is no piece can still beat that character's ``<unk>``.)
+    """
+    return -(abs(lowest) + UNUSED_MARGIN) * (len(word) + 1)
 
 
 def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Dict[str, int]]:
@@ -82,7 +106,7 @@ def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Di
             f"{left_out[0]!r}): fairseq reads them as <unk>, which a sentencepiece tokenizer "
             "cannot express; give the dict.txt made from this sentencepiece model"
         )
-    lowest = min((p.score for p in by_text.values()), default=0.0) - UNUSED_MARGIN
+    lowest = min((p.score for p in by_text.values()), default=0.0)
     new = pb.ModelProto()
     new.CopyFrom(old)
     del new.pieces[:]
@@ -94,7 +118,7 @@ def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Di
         if word in by_text:
             new.pieces.append(by_text[word])
         else:
-            new.pieces.add(piece=word, score=lowest, type=Piece.UNUSED)
+            new.pieces.add(piece=word, score=unused_score(word, lowest), type=Piece.UNUSED)
             unused += 1
     spec = new.trainer_spec
     spec.unk_id, spec.bos_id, spec.eos_id, spec.pad_id = 0, 1, 2, -1
@@ -103,3 +127,68 @@ def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Di
     if unused:
         logger.info("%d dictionary symbols are no sentencepiece piece: UNUSED pieces", unused)
     return new.SerializeToString(), {"pieces": len(new.pieces), "unused": unused}
+
+
+def unigram_vocab(model_proto: bytes, symbols: Sequence[str]) -> List[Tuple[str, float]]:
+    """The ``tokenizers`` unigram vocabulary of an :func:`aligned_model` proto.
+
+    Args:
+        model_proto: :func:`aligned_model`'s bytes (``fairseq id = piece id + 1``).
+        symbols: the fairseq dictionary's symbols in id order.
+    Returns:
+        ``(symbol, score)`` for every dictionary symbol, in dictionary order (list index =
+        fairseq id): the four specials and ``<mask>`` score 0 (they are matched as added
+        tokens, never by the unigram lattice), a piece keeps its sentencepiece score.
+    """
+    proto = _proto_module().ModelProto()
+    proto.ParseFromString(model_proto)
+    words = check_dictionary(symbols)
+    pieces = [(p.piece, p.score) for p in proto.pieces[len(SPECIALS) - 1 :]]
+    if [piece for piece, _ in pieces] != words:
+        raise VecoUserError("the sentencepiece model is not aligned to the dictionary")
+    return [(s, 0.0) for s in SPECIALS] + pieces + [(MASK, 0.0)]
+
+
+def fast_tokenizer(model_proto: bytes, symbols: Sequence[str]) -> Any:
+    """The ``tokenizers.Tokenizer`` (``tokenizer.json``) of an :func:`aligned_model` proto.
+
+    XLM-R's layout, as transformers' converter builds it from sentencepiece: a unigram model
+    over :func:`unigram_vocab` (``<unk>`` = 3), sentencepiece's precompiled normalizer, a
+    right strip and runs of spaces made one ``\u2581``, the Metaspace pre-tokenizer and
+    decoder, the specials as added tokens (``<mask>`` swallows the space before it) and the
+    post-processor ``<s> A </s>`` / ``<s> A </s> </s> B </s>``. Encoding a line gives the
+    fairseq ids of its pieces between ``<s>`` (0) and ``</s>`` (2).
+    """
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+    from tokenizers.models import Unigram
+
+    proto = _proto_module().ModelProto()
+    proto.ParseFromString(model_proto)
+    vocab = unigram_vocab(model_proto, symbols)
+    tokenizer = Tokenizer(Unigram(vocab, unk_id=SPECIALS.index("<unk>"), byte_fallback=False))
+    steps = [normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" {2,}"), SPACE)]
+    charsmap = proto.normalizer_spec.precompiled_charsmap
+    if charsmap:
+        steps.insert(0, normalizers.Precompiled(charsmap))
+    tokenizer.normalizer = normalizers.Sequence(steps)
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement=SPACE, prepend_scheme="always")
+    tokenizer.add_special_tokens(
+        [AddedToken(s, normalized=False, special=True) for s in SPECIALS]
+        + [AddedToken(MASK, lstrip=True, normalized=True, special=True)]
+    )
+    bos, eos = SPECIALS[0], SPECIALS[2]
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}",
+        pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, SPECIALS.index(bos)), (eos, SPECIALS.index(eos))],
+    )
+    return tokenizer
