@@ -1,4 +1,5 @@
-"""Real pre-training data for integration tests, built once per session.
+"""Real pre-training data for integration tests, built once per test run (shared by the
+pytest-xdist workers: ``tests/helpers/shared.py``).
 
 Text: the system's gettext catalogs (tens of thousands of human-translated
 English-German strings) when present, else the project's own fixture text.
@@ -13,19 +14,9 @@ import sys
 import pytest
 
 from tests.helpers.runner import REPO, monolingual, pretrain_args, run
+from tests.helpers.shared import built_once
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
-
-
-def _text_dir(tmp: str) -> str:
-    if glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo"):
-        out = os.path.join(tmp, "gettext")
-        run(
-            "veco-gettext-corpus",
-            ["--tgt-lang", "de", "--output", out, "--valid-size", "300", "--test-size", "300"],
-        )
-        return out
-    return FIXTURE_TEXT
 
 
 def _prepare(text: str, data: str, *flags: str) -> None:
@@ -42,47 +33,71 @@ def _prepare(text: str, data: str, *flags: str) -> None:
     )
 
 
+def _has_catalogs(lang: str) -> bool:
+    return bool(glob.glob(f"/usr/share/locale/{lang}/LC_MESSAGES/*.mo"))
+
+
 @pytest.fixture(scope="session")
 def pretrain_text(tmp_path_factory) -> str:
-    """TEXT dir: train/valid/test En-De pairs."""
-    return _text_dir(str(tmp_path_factory.mktemp("text")))
+    """TEXT dir: train/valid/test En-De pairs from the gettext catalogs when present,
+    else the fixture text."""
+    if not _has_catalogs("de"):
+        return FIXTURE_TEXT
+
+    def build(out):
+        args = ["--tgt-lang", "de", "--output", out / "gettext"]
+        run("veco-gettext-corpus", [*args, "--valid-size", "300", "--test-size", "300"])
+
+    return str(built_once(tmp_path_factory, "text", build) / "gettext")
 
 
 @pytest.fixture(scope="session")
 def pretrain_data(pretrain_text, tmp_path_factory) -> str:
     """DATA dir for ``veco_pretraining`` (dict.txt, mono/{en,de}, bi/en-de, spm.model)."""
-    data = os.path.join(str(tmp_path_factory.mktemp("pretrain")), "data")
-    _prepare(pretrain_text, data, "--vocab-size", "2000")
-    return data
+    shared = built_once(
+        tmp_path_factory,
+        "pretrain",
+        lambda out: _prepare(pretrain_text, str(out / "data"), "--vocab-size", "2000"),
+    )
+    return str(shared / "data")
 
 
 @pytest.fixture(scope="session")
 def aligned_data(pretrain_text, pretrain_data, tmp_path_factory) -> str:
     """``pretrain_data`` (same spm.model and dict.txt) with eflomal word alignments
     binarized with the bitext (WEAM's input)."""
-    data = os.path.join(str(tmp_path_factory.mktemp("aligned")), "data")
     spm = os.path.join(pretrain_data, "spm.model")
-    _prepare(pretrain_text, data, "--spm-model", spm, "--align-with", "eflomal")
-    shutil.copyfile(spm, os.path.join(data, "spm.model"))  # the word lists' default
-    return data
+
+    def build(out):
+        data = str(out / "data")
+        _prepare(pretrain_text, data, "--spm-model", spm, "--align-with", "eflomal")
+        shutil.copyfile(spm, os.path.join(data, "spm.model"))  # the word lists' default
+
+    return str(built_once(tmp_path_factory, "aligned", build) / "data")
 
 
 @pytest.fixture(scope="session")
 def word_lists(tmp_path_factory):
     """veco-gettext-dictionary's En-De train/held-out word lists (real words)."""
-    if not glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo"):
+    if not _has_catalogs("de"):
         pytest.skip("no German gettext catalogs")
-    out = tmp_path_factory.mktemp("dictionary")
-    run("veco-gettext-dictionary", ["--tgt-lang", "de", "--output", str(out)])
-    return out
+    return built_once(
+        tmp_path_factory,
+        "dictionary",
+        lambda out: run("veco-gettext-dictionary", ["--tgt-lang", "de", "--output", out]),
+    )
 
 
 @pytest.fixture(scope="session")
 def cold_start(pretrain_data, tmp_path_factory):
     """A veco_tiny checkpoint after 150 ca_mlm updates on ``pretrain_data`` (XLM-Align's
     cold start; also the aligner tests' checkpoint)."""
-    save = tmp_path_factory.mktemp("cold")
-    run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 150, "--disable-validation"))
+    args = ("ca_mlm", 150, "--disable-validation")
+    save = built_once(
+        tmp_path_factory,
+        "cold",
+        lambda out: run("fairseq-train", pretrain_args(pretrain_data, out, *args)),
+    )
     return save / "checkpoint_last.pt"
 
 
@@ -94,9 +109,10 @@ ALIGNMENT_UPDATES = 150
 def plain_mlm(aligned_data, tmp_path_factory):
     """The baseline of the alignment comparisons: the same veco_tiny trained with plain
     MLM (monolingual batches only) for ALIGNMENT_UPDATES on ``aligned_data``."""
-    save = tmp_path_factory.mktemp("plain_mlm")
-    args = pretrain_args(
-        aligned_data, save, "veco_terms", ALIGNMENT_UPDATES, "--terms", "mono_mlm=1"
+    args = ("veco_terms", ALIGNMENT_UPDATES, "--terms", "mono_mlm=1")
+    save = built_once(
+        tmp_path_factory,
+        "plain_mlm",
+        lambda out: run("fairseq-train", monolingual(pretrain_args(aligned_data, out, *args))),
     )
-    run("fairseq-train", monolingual(args))
     return save / "checkpoint_last.pt"

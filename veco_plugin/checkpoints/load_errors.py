@@ -13,6 +13,7 @@ exception keeps its traceback.
 
 import functools
 import os
+import re
 import zipfile
 from typing import Any, Dict, Optional, Tuple
 
@@ -86,18 +87,28 @@ def _model_name(arch: str) -> Optional[str]:
     return ARCH_MODEL_NAME_REGISTRY.get(arch)
 
 
+def _trained_positions(error: str) -> Optional[int]:
+    """The --max-positions of a checkpoint whose learned position table (max_positions +
+    padding_idx 1 + 1 rows) has another size than the model's, from torch's ``error``."""
+    found = re.search(
+        r"embed_positions\.weight: copying a param with shape torch\.Size\(\[(\d+),", error
+    )
+    return int(found.group(1)) - 2 if found else None
+
+
 def _mismatch(trainer, filename: str, error: Exception) -> str:
     """One line for parameters of ``filename`` that do not fit the model being trained."""
     ours = cfg_value(trainer.cfg.model, "arch") or cfg_value(trainer.cfg.model, "_name") or "?"
     our_task = cfg_value(trainer.cfg.task, "_name", "?")
     theirs, their_task = _read.get(filename, ("?", "?"))
+    positions = _trained_positions(str(error))
     detail = next((ln.strip() for ln in str(error).splitlines()[1:] if ln.strip()), str(error))
     detail = detail if len(detail) <= 160 else detail[:157] + "..."
-    if (theirs, their_task) != (ours, our_task):
+    if theirs != ours:
         what = f"holds a {theirs} model (--task {their_task}), this run builds {ours} " + (
             f"(--task {our_task})"
         )
-    else:
+    else:  # same architecture (fine-tuning may change the task): the sizes differ
         what = f"does not fit this {ours} model ({detail})"
     cfg = trainer.cfg.checkpoint
     last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
@@ -111,6 +122,8 @@ def _mismatch(trainer, filename: str, error: Exception) -> str:
             f"a pre-training checkpoint: convert it with veco-init-nmt --pretrained {filename} "
             "--output INIT.pt and fine-tune with the --restore-file INIT.pt and flags it prints"
         )
+    elif positions is not None:
+        fix = f"pass the --max-positions it was trained with, {positions}"
     else:
         fix = "a checkpoint to start from needs this run's --arch, sizes and --task"
     return f"{filename} {what}: {fix}"
