@@ -14,7 +14,8 @@ $(VENV)/.installed: setup.py scripts/setup-env.sh
 	touch $@
 
 # two pytest workers (pytest-xdist), one thread each; a test module stays on one worker
-# (its module fixtures are built once), session fixtures are built by each worker using them
+# (its module fixtures are built once); session fixtures are built once per run, under a file
+# lock, and shared by both workers (tests/helpers/shared.py)
 test: setup
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
 

@@ -142,6 +142,11 @@ def unigram_vocab(model_proto: bytes, symbols: Sequence[str]) -> List[Tuple[str,
     """
     proto = _proto_module().ModelProto()
     proto.ParseFromString(model_proto)
+    return _vocab(proto, symbols)
+
+
+def _vocab(proto: Any, symbols: Sequence[str]) -> List[Tuple[str, float]]:
+    """:func:`unigram_vocab` of a parsed ``ModelProto``."""
     words = check_dictionary(symbols)
     pieces = [(p.piece, p.score) for p in proto.pieces[len(SPECIALS) - 1 :]]
     if [piece for piece, _ in pieces] != words:
@@ -172,8 +177,9 @@ def fast_tokenizer(model_proto: bytes, symbols: Sequence[str]) -> Any:
 
     proto = _proto_module().ModelProto()
     proto.ParseFromString(model_proto)
-    vocab = unigram_vocab(model_proto, symbols)
-    tokenizer = Tokenizer(Unigram(vocab, unk_id=SPECIALS.index("<unk>"), byte_fallback=False))
+    tokenizer = Tokenizer(
+        Unigram(_vocab(proto, symbols), unk_id=SPECIALS.index("<unk>"), byte_fallback=False)
+    )
     steps = [normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" {2,}"), SPACE)]
     charsmap = proto.normalizer_spec.precompiled_charsmap
     if charsmap:
