@@ -6,7 +6,7 @@ import shutil
 import pytest
 import torch
 
-from tests.helpers.runner import REPO, roberta_checkpoint, run
+from tests.helpers.runner import REPO, pretrain_args, roberta_checkpoint, run
 from veco_plugin.alignment.aligner import load_model
 from veco_plugin.corpora.subwords import spm_encoder
 from veco_plugin.evaluation.aer import read_lines
@@ -97,6 +97,24 @@ def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path):
     assert missing.stderr.strip().splitlines()[-1] == (
         f"veco-export-hf: error: --path {tmp_path / 'no.pt'}: no such file"
     )
+
+
+def test_a_dwa_checkpoint_exports_its_encoder(pretrain_data, cold_start, tmp_path):
+    """XLM-Align's checkpoint holds the pointer network next to the encoder: the export
+    leaves it out and the encoder still computes what fairseq's does."""
+    resets = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
+    args = ["--restore-file", cold_start, "--disable-validation", *resets]
+    run("fairseq-train", pretrain_args(pretrain_data, tmp_path / "dwa", "dwa", 3, *args))
+    dwa = tmp_path / "dwa" / "checkpoint_last.pt"
+    out = tmp_path / "hf"
+    dict_path = f"{pretrain_data}/dict.txt"
+    spm = f"{pretrain_data}/spm.model"
+    proc = run(
+        "veco-export-hf",
+        ["--path", dwa, "--spm-model", spm, "--dict", dict_path, "--output", out],
+    )
+    assert "dropping the checkpoint's pointer network" in proc.stderr
+    _compare(dwa, str(out), dict_path, pretrain_data)
 
 
 def test_a_fairseq_roberta_checkpoint_in_the_released_layout(pretrain_data, tmp_path):
