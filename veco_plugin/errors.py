@@ -5,9 +5,16 @@ Raised anywhere in the plugin, also deep inside ``fairseq-train`` / ``fairseq-ge
 ``PROG: error: MESSAGE`` and exit status 1, no traceback; Ctrl-C ends with
 ``PROG: interrupted; resume with the same command``. Any other exception keeps its
 full traceback: real bugs stay visible.
+
+After the hook has written, the process ends at once (standard streams flushed, ``atexit``
+handlers run), without the interpreter's finalization: fairseq collates the next batches in
+a daemon thread (``BufferedIterator``), and finalizing while that thread is inside torch
+aborts the process with a second line, ``terminate called without an active exception``.
 """
 
+import atexit
 import os
+import signal
 import sys
 
 from .patching import wrap_once
@@ -16,6 +23,21 @@ from .patching import wrap_once
 class VecoUserError(ValueError):
     """A mistake in the user's files, flags or data; the message names the file or
     flag and the fix."""
+
+
+def _end_process(interrupted: bool) -> None:
+    """End the process now, as the interpreter would end it after an uncaught exception
+    (exit status 1; killed by SIGINT after Ctrl-C), but without its finalization."""
+    atexit._run_exitfuncs()  # logging's flush, fairseq's tensorboard writers
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe
+            pass
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(1)
 
 
 def _one_line_excepthook(previous):
@@ -27,6 +49,8 @@ def _one_line_excepthook(previous):
             sys.stderr.write(f"{prog}: interrupted; resume with the same command\n")
         else:
             previous(kind, value, traceback)
+        if not (hasattr(sys, "ps1") or sys.flags.interactive):  # a REPL goes on
+            _end_process(issubclass(kind, KeyboardInterrupt))
 
     return excepthook
 

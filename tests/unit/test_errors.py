@@ -1,0 +1,58 @@
+"""The one-line ending of a command (veco_plugin.errors) while a daemon thread is inside torch,
+as fairseq's BufferedIterator is while training: still one line and the usual exit status
+(was: ``terminate called without an active exception`` and SIGABRT at finalization)."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import threading, time
+    import torch
+    import veco_plugin  # installs the hook
+    from veco_plugin.errors import VecoUserError
+
+    a = torch.randn(200, 200)
+
+    def collate_forever():
+        while True:
+            torch.mm(a, a).sum()
+
+    threading.Thread(target=collate_forever, daemon=True).start()
+    time.sleep(0.2)
+    raise {raised}
+    """)
+
+
+@pytest.mark.parametrize(
+    "raised, line, returncode",
+    [
+        ('VecoUserError("--flag x: pass y")', "-c: error: --flag x: pass y", 1),
+        ("KeyboardInterrupt", "-c: interrupted; resume with the same command", -signal.SIGINT),
+    ],
+)
+def test_ending_beside_a_busy_daemon_thread_is_one_line(raised, line, returncode):
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(raised=raised)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stderr.splitlines() == [line], proc.stderr
+    assert proc.returncode == returncode
+
+
+def test_other_exceptions_keep_their_traceback_and_status():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import veco_plugin\n1 / 0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" in proc.stderr and proc.stderr.splitlines()[-1].startswith(
+        "ZeroDivisionError"
+    )
+    assert proc.returncode == 1
