@@ -111,6 +111,9 @@ def train_cfg(args: List):
     return convert_namespace_to_omegaconf(parsed)
 
 
+# a restored checkpoint's weights only, as fine-tuning and continued pre-training start
+RESET = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
+
 # a tiny RoBERTa/veco size: 2 layers x 64, FFN 256, 4 heads
 TINY = [
     "--encoder-layers",

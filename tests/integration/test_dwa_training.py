@@ -3,11 +3,10 @@
 import pytest
 import torch
 
-from tests.helpers.runner import json_logs, pretrain_args, run
+from tests.helpers.runner import RESET, json_logs, pretrain_args, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
 WARNING = "starts from RANDOM weights"
-RESET = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
 
 
 @pytest.fixture(scope="module")

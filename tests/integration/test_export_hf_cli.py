@@ -6,7 +6,7 @@ import shutil
 import pytest
 import torch
 
-from tests.helpers.runner import REPO, pretrain_args, roberta_checkpoint, run
+from tests.helpers.runner import REPO, RESET, pretrain_args, roberta_checkpoint, run
 from veco_plugin.alignment.aligner import load_model
 from veco_plugin.corpora.subwords import spm_encoder
 from veco_plugin.evaluation.aer import read_lines
@@ -102,8 +102,7 @@ def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path):
 def test_a_dwa_checkpoint_exports_its_encoder(pretrain_data, cold_start, tmp_path):
     """XLM-Align's checkpoint holds the pointer network next to the encoder: the export
     leaves it out and the encoder still computes what fairseq's does."""
-    resets = ["--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler"]
-    args = ["--restore-file", cold_start, "--disable-validation", *resets]
+    args = ["--restore-file", cold_start, "--disable-validation", *RESET]
     run("fairseq-train", pretrain_args(pretrain_data, tmp_path / "dwa", "dwa", 3, *args))
     dwa = tmp_path / "dwa" / "checkpoint_last.pt"
     out = tmp_path / "hf"

@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from tests.helpers.runner import REPO, USER_DIR, env, json_logs, pretrain_args, run
+from tests.helpers.runner import REPO, RESET, USER_DIR, env, json_logs, pretrain_args, run
 
 UPDATES = 700
 # --max-positions of the cold start (veco_pretraining's 48 + 48)
@@ -75,8 +75,7 @@ def finetune(data, cold_start, save_dir, mode, updates=UPDATES, lr="1e-3"):
         data, "--user-dir", USER_DIR, "--task", "veco_sentence_prediction",
         "--plug-mode", mode, "--criterion", "veco_sentence_prediction", "--num-classes", "2",
         "--init-token", "0", "--separator-token", "2", "--max-positions", MAX_POSITIONS,
-        "--shorten-method", "truncate", "--arch", "veco_tiny", "--restore-file", cold_start,
-        "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--reset-lr-scheduler",
+        "--shorten-method", "truncate", "--arch", "veco_tiny", "--restore-file", cold_start, *RESET,
         "--dropout", "0", "--attention-dropout", "0", "--cpu", "--optimizer", "adam",
         "--adam-betas", "(0.9,0.98)", "--lr", lr, "--lr-scheduler", "polynomial_decay",
         "--warmup-updates", "30", "--total-num-update", str(updates),

@@ -49,6 +49,13 @@ def _proto_module():
     return sentencepiece_model_pb2
 
 
+def _parse(model_proto: bytes) -> Any:
+    """The ``ModelProto`` of a serialized sentencepiece model."""
+    proto = _proto_module().ModelProto()
+    proto.ParseFromString(model_proto)
+    return proto
+
+
 def check_dictionary(symbols: Sequence[str]) -> List[str]:
     """The dictionary's ordinary symbols (after the specials, before ``<mask>``), checked
     against the layout transformers' XLM-R tokenizer assumes."""
@@ -88,9 +95,8 @@ def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Di
         and counts: ``pieces`` written, ``unused`` symbols added as UNUSED pieces.
     """
     pb = _proto_module()
-    old = pb.ModelProto()
     try:
-        old.ParseFromString(model_proto)
+        old = _parse(model_proto)
     except Exception as exc:  # protobuf's DecodeError
         raise VecoUserError(f"not a sentencepiece model ({exc})") from None
     Piece = pb.ModelProto.SentencePiece
@@ -140,9 +146,7 @@ def unigram_vocab(model_proto: bytes, symbols: Sequence[str]) -> List[Tuple[str,
         fairseq id): the four specials and ``<mask>`` score 0 (they are matched as added
         tokens, never by the unigram lattice), a piece keeps its sentencepiece score.
     """
-    proto = _proto_module().ModelProto()
-    proto.ParseFromString(model_proto)
-    return _vocab(proto, symbols)
+    return _vocab(_parse(model_proto), symbols)
 
 
 def _vocab(proto: Any, symbols: Sequence[str]) -> List[Tuple[str, float]]:
@@ -175,8 +179,7 @@ def fast_tokenizer(model_proto: bytes, symbols: Sequence[str]) -> Any:
     )
     from tokenizers.models import Unigram
 
-    proto = _proto_module().ModelProto()
-    proto.ParseFromString(model_proto)
+    proto = _parse(model_proto)
     tokenizer = Tokenizer(
         Unigram(_vocab(proto, symbols), unk_id=SPECIALS.index("<unk>"), byte_fallback=False)
     )
