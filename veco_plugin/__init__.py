@@ -2,9 +2,12 @@
 
 from . import errors
 from .checkpoints import atomic, trusted_load
+from .distributed import launch, save_dir_lock
 
 trusted_load.install()
 atomic.install()
 errors.install()
+launch.install()
+save_dir_lock.install()
 
 from . import criterions, models, tasks  # noqa: E402,F401  (register by import)

@@ -7,6 +7,12 @@ Data layout (see README)::
     DATA/bi/<src>-<tgt>/<split>.<src>-<tgt>.<lang>.*
                                    fairseq-preprocess -s src -t tgt
                                        --srcdict/--tgtdict DATA/dict.txt
+
+Sharded corpora follow fairseq's ``masked_lm``: ``DATA/shard0:DATA/shard1:...`` (each a
+DATA as above, e.g. from ``veco-prepare-pretraining --shards N``); epoch e trains on
+shard (e-1) mod N, the dictionary and the validation data come from the first. Every
+shard is checked (languages, pairs, train split, the same ``dict.txt``) when data is
+first loaded, before the first batch, not when training reaches it.
 """
 
 import filecmp
@@ -18,7 +24,7 @@ from typing import List, Optional
 
 import numpy as np
 import torch
-from fairseq import checkpoint_utils
+from fairseq import checkpoint_utils, utils
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
@@ -31,6 +37,7 @@ from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
 from ..data.word_links import load_word_links
 from ..data.zip_dataset import VecoZipDataset
+from ..distributed.resume import VecoEpochBatchIterator
 from ..errors import VecoUserError
 from ..models.veco import load_xlmr_into_veco
 from .frozen_step import step_leaving_untouched
@@ -123,16 +130,17 @@ def check_flags(cfg: "VecoPretrainingConfig") -> None:
             )
 
 
-def check_data_dirs(cfg: "VecoPretrainingConfig") -> None:
-    """Every named language and pair has a directory (else: what exists instead).
+def check_data_dirs(cfg: "VecoPretrainingConfig", data: str) -> None:
+    """Every named language and pair has a directory in ``data`` (one DATA, or one
+    shard of it; else: what exists instead).
 
     Checked when data is loaded (fairseq-train loads the validation split before the
     first batch), not when the task is set up: a checkpoint loads without its data."""
     for pair in _split_list(cfg.bi_pairs):
         sides = pair.split("-")
-        directory = os.path.join(cfg.data, "bi", pair)
+        directory = os.path.join(data, "bi", pair)
         if not os.path.isdir(directory):
-            bi = os.path.join(cfg.data, "bi")
+            bi = os.path.join(data, "bi")
             reverse = os.path.join(bi, f"{sides[1]}-{sides[0]}")
             hint = (
                 f"{reverse} exists: pass --bi-pairs {sides[1]}-{sides[0]}"
@@ -141,25 +149,44 @@ def check_data_dirs(cfg: "VecoPretrainingConfig") -> None:
             )
             raise VecoUserError(f"--bi-pairs {pair}: no {directory}; {hint}")
     for lang in _split_list(cfg.mono_langs):
-        directory = os.path.join(cfg.data, "mono", lang)
+        directory = os.path.join(data, "mono", lang)
         if not os.path.isdir(directory):
-            mono = os.path.join(cfg.data, "mono")
+            mono = os.path.join(data, "mono")
             raise VecoUserError(
                 f"--mono-langs {lang}: no {directory} ({mono} holds {_existing(mono)}); "
-                f"binarize it with fairseq-preprocess --only-source --srcdict {cfg.data}/dict.txt "
+                f"binarize it with fairseq-preprocess --only-source --srcdict {data}/dict.txt "
                 f"--trainpref TEXT --destdir {directory}"
             )
 
 
-def check_split(cfg: "VecoPretrainingConfig", split: str) -> None:
-    """Every language and pair directory holds ``split`` (else: the splits it holds)."""
+def check_split(cfg: "VecoPretrainingConfig", split: str, data: str) -> None:
+    """Every language and pair directory of ``data`` holds ``split`` (else: the splits
+    it holds)."""
     flag = "--train-subset" if split == cfg.train_subset else "--valid-subset"
-    directories = [os.path.join(cfg.data, "mono", lang) for lang in _split_list(cfg.mono_langs)]
-    directories += [os.path.join(cfg.data, "bi", pair) for pair in _split_list(cfg.bi_pairs)]
+    directories = [os.path.join(data, "mono", lang) for lang in _split_list(cfg.mono_langs)]
+    directories += [os.path.join(data, "bi", pair) for pair in _split_list(cfg.bi_pairs)]
     for directory in directories:
         if split not in splits_in(directory):
-            fix = f"fairseq-preprocess --srcdict {cfg.data}/dict.txt --destdir {directory}"
+            fix = f"fairseq-preprocess --srcdict {data}/dict.txt --destdir {directory}"
             raise missing_split(flag, split, directory, fix)
+
+
+def check_shards(cfg: "VecoPretrainingConfig", shards: List[str]) -> None:
+    """Every shard holds every named language and pair with train data, and the first
+    shard's ``dict.txt``: a shard that would fail in a later epoch fails now."""
+    first = os.path.join(shards[0], "dict.txt")
+    for shard in shards:
+        check_data_dirs(cfg, shard)
+        check_split(cfg, cfg.train_subset, shard)
+        path = os.path.join(shard, "dict.txt")
+        if shard != shards[0] and not (
+            os.path.exists(path) and filecmp.cmp(first, path, shallow=False)
+        ):
+            state = "differs from" if os.path.exists(path) else "is missing; it must equal"
+            raise VecoUserError(
+                f"shard {shard}: {path} {state} {first}: every shard is binarized with the "
+                f"one dictionary (fairseq-preprocess --srcdict {first})"
+            )
 
 
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
@@ -172,6 +199,8 @@ class VecoPretrainingTask(FairseqTask):
         self.mask_idx = dictionary.index(MASK)
         self.mono_langs = _split_list(cfg.mono_langs)
         self.bi_pairs = _split_list(cfg.bi_pairs)
+        self.shards = utils.split_paths(cfg.data)  # DATA, or DATA/shard0:DATA/shard1:...
+        self._shards_checked = False
         self._model = None  # the last model built: build_criterion extends it
         self._warm_start = False  # the criterion's terms fail from random weights
 
@@ -185,7 +214,7 @@ class VecoPretrainingTask(FairseqTask):
                 "FSDP, untested here): use --ddp-backend pytorch_ddp (GPUs) or legacy_ddp"
             )
         check_flags(cfg)
-        path = os.path.join(cfg.data, "dict.txt")
+        path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
         if not os.path.exists(path):
             raise VecoUserError(
                 f"{path} not found: DATA must hold the shared dictionary "
@@ -220,7 +249,7 @@ class VecoPretrainingTask(FairseqTask):
         )
 
     def _load_side(self, directory: str, prefixes: List[str], fix: str, dict_name: str):
-        shared = os.path.join(self.cfg.data, "dict.txt")
+        shared = os.path.join(self.shards[0], "dict.txt")
         local = os.path.join(directory, dict_name)
         if os.path.exists(local) and not filecmp.cmp(shared, local, shallow=False):
             raise VecoUserError(f"{local} differs from {shared}: re-binarize with {fix}")
@@ -234,12 +263,12 @@ class VecoPretrainingTask(FairseqTask):
             f"no binarized data {os.path.join(directory, prefixes[0])}.{{bin,idx}}: run {fix}"
         )
 
-    def _mono(self, lang: str, split: str, shuffle: bool) -> VecoPairDataset:
-        directory = os.path.join(self.cfg.data, "mono", lang)
+    def _mono(self, data: str, lang: str, split: str, shuffle: bool) -> VecoPairDataset:
+        directory = os.path.join(data, "mono", lang)
         corpus = self._load_side(
             directory,
             [split, f"{split}.{lang}-None.{lang}"],
-            f"fairseq-preprocess --only-source --srcdict {self.cfg.data}/dict.txt "
+            f"fairseq-preprocess --only-source --srcdict {self.shards[0]}/dict.txt "
             f"--{split if split in ('train', 'valid', 'test') else 'valid'}pref TEXT "
             f"--destdir {directory}",
             "dict.txt",
@@ -255,12 +284,13 @@ class VecoPretrainingTask(FairseqTask):
             concat=False,
         )
 
-    def _bi(self, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
+    def _bi(self, data: str, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
         src, tgt = pair.split("-")
-        directory = os.path.join(self.cfg.data, "bi", pair)
+        directory = os.path.join(data, "bi", pair)
+        shared = os.path.join(self.shards[0], "dict.txt")
         fix = (
             f"fairseq-preprocess --source-lang {src} --target-lang {tgt} --srcdict "
-            f"{self.cfg.data}/dict.txt --tgtdict {self.cfg.data}/dict.txt --destdir {directory}"
+            f"{shared} --tgtdict {shared} --destdir {directory}"
         )
         sides = [
             self._load_side(directory, [f"{split}.{pair}.{lang}"], fix, f"dict.{lang}.txt")
@@ -308,16 +338,36 @@ class VecoPretrainingTask(FairseqTask):
             ]
         return VecoConcatDataset(datasets)
 
+    def _data_for(self, split: str, epoch: int) -> str:
+        """The DATA (shard) ``split`` is read from at ``epoch``: training cycles through
+        the shards, one per epoch; every other split comes from the first."""
+        if not self._shards_checked:
+            check_shards(self.cfg, self.shards)
+            self._shards_checked = True
+        if split != self.cfg.train_subset or len(self.shards) == 1:
+            return self.shards[0]
+        index = (epoch - 1) % len(self.shards)
+        logger.info(
+            "epoch %d: %s reads shard %d of %d, %s",
+            epoch,
+            split,
+            index,
+            len(self.shards),
+            self.shards[index],
+        )
+        return self.shards[index]
+
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        check_data_dirs(self.cfg)
-        check_split(self.cfg, split)
+        data = self._data_for(split, epoch)
+        check_data_dirs(self.cfg, data)
+        check_split(self.cfg, split, data)
         train = split == self.cfg.train_subset  # shuffled and language-resampled
         parts = OrderedDict()
         if self.mono_langs:
-            mono = [self._mono(lang, split, train) for lang in self.mono_langs]
+            mono = [self._mono(data, lang, split, train) for lang in self.mono_langs]
             parts["mono"] = self._mix(mono, train, epoch)
         if self.bi_pairs:
-            bi = [self._bi(pair, split, train) for pair in self.bi_pairs]
+            bi = [self._bi(data, pair, split, train) for pair in self.bi_pairs]
             parts["bi"] = self._mix(bi, train, epoch)
         self.datasets[split] = VecoZipDataset(
             parts,
@@ -325,6 +375,11 @@ class VecoPretrainingTask(FairseqTask):
             own_pairs={"mono": self.cfg.mono_batch_size, "bi": self.cfg.bi_batch_size},
         )
         self.datasets[split].set_epoch(epoch)
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        """fairseq's iterator, resumable on another number of processes."""
+        iterator = super().get_batch_iterator(dataset, *args, **kwargs)
+        return VecoEpochBatchIterator.adopt(iterator)
 
     # --- model and schedule -----------------------------------------------------------
 

@@ -1,0 +1,238 @@
+"""Pre-training over corpus shards, launched by torchrun (and srun's environment) on CPU,
+resumed on another number of processes.
+
+Every run is ``fairseq-train DATA/shard0:DATA/shard1 --task veco_pretraining`` with
+``ca_mlm`` on two tiny shards (40 En/De segments and 40 En-De pairs each; 5 updates of
+two batches make an epoch), dropout off, so that one process with ``--update-freq 2``
+and two ranks of one batch each compute the same updates (fp32 reduction order aside).
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from tests.helpers.runner import BIN, REPO, env, json_logs, pretrain_args, run
+from tests.helpers.shards import make_shards
+
+UPDATES = 8  # crosses into epoch 2 (shard 1) at update 6
+STOP = 3  # the 2-rank run stops here, mid-epoch 1
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def shards(pretrain_data, tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("shards")
+    return ":".join(make_shards(pretrain_data, str(out), shards=2, lines=40))
+
+
+def _args(data, save, updates, *extra):
+    return pretrain_args(
+        data,
+        str(save),
+        "ca_mlm",
+        updates,
+        "--log-interval",
+        "1",
+        "--dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--disable-validation",
+        "--max-tokens",
+        "600",
+        *extra,
+    )
+
+
+def _losses(output: str):
+    return {int(r["num_updates"]): float(r["loss"]) for r in json_logs(output)}
+
+
+def _same_losses(got, want, updates):
+    for u in updates:
+        assert abs(got[u] - want[u]) < 1e-3 * want[u], (u, got[u], want[u])
+
+
+def _torchrun(script, args, timeout=300):
+    proc = subprocess.run(
+        [*TORCHRUN, "--master-port", str(_free_port()), script, *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def one_process(shards, tmp_path_factory):
+    """One process, two batches per update: the reference trajectory."""
+    save = tmp_path_factory.mktemp("one")
+    return run("fairseq-train", _args(shards, save, UPDATES, "--update-freq", "2")).stdout
+
+
+def test_epochs_cycle_through_the_shards(one_process, shards):
+    first, second = shards.split(":")
+    assert f"epoch 1: train reads shard 0 of 2, {first}" in one_process
+    assert f"epoch 2: train reads shard 1 of 2, {second}" in one_process
+    epochs = {int(r["num_updates"]): r["epoch"] for r in json_logs(one_process)}
+    assert epochs[5] == 1 and epochs[6] == 2
+
+
+def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process, shards, tmp_path):
+    """torchrun's two processes are one 2-rank job (no --distributed-world-size): equal
+    ranks, the one-process trajectory; its checkpoint continues on 2 ranks and on 1
+    process (with --update-freq 2) with the next unread batches, into shard 1."""
+    want = _losses(one_process)
+    save = tmp_path / "two"
+    args = ["--cpu", "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp"]
+    two = _torchrun(
+        os.path.join(REPO, "tests", "helpers", "torchrun_params.py"),
+        _args(shards, save, STOP, *args[1:]),
+    )
+    _same_losses(_losses(two), want, range(1, STOP + 1))
+    ranks = [torch.load(save / f"params.rank{r}.pt") for r in range(2)]
+    assert ranks[0].keys() == ranks[1].keys()
+    for name in ranks[0]:
+        assert torch.equal(ranks[0][name], ranks[1][name]), name
+
+    single = tmp_path / "single"
+    shutil.copytree(save, single)
+    resumed_two = _torchrun(
+        os.path.join(BIN, "fairseq-train"), _args(shards, save, UPDATES, *args[1:])
+    )
+    assert f"{STOP} updates" in resumed_two
+    _same_losses(_losses(resumed_two), want, range(STOP + 1, UPDATES + 1))
+    assert "epoch 2: train reads shard 1 of 2" in resumed_two
+
+    resumed_one = run("fairseq-train", _args(shards, single, UPDATES, "--update-freq", "2")).stdout
+    _same_losses(_losses(resumed_one), want, range(STOP + 1, UPDATES + 1))
+    assert "resuming epoch 1 on 1 processes (saved by 2)" in resumed_one
+
+
+def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
+    """The variables srun sets for two tasks on one node: one 2-rank job."""
+    port = _free_port()
+    procs = [
+        subprocess.Popen(
+            [
+                os.path.join(BIN, "fairseq-train"),
+                *_args(
+                    shards,
+                    tmp_path / "slurm",
+                    STOP,
+                    "--distributed-backend",
+                    "gloo",
+                    "--ddp-backend",
+                    "legacy_ddp",
+                    "--distributed-port",
+                    str(port),
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env(
+                SLURM_JOB_ID="4242",
+                SLURM_JOB_NODELIST="localhost",
+                SLURM_STEP_NODELIST="localhost",
+                SLURM_NNODES="1",
+                SLURM_NTASKS="2",
+                SLURM_NTASKS_PER_NODE="2",
+                SLURM_PROCID=str(rank),
+                SLURM_LOCALID=str(rank),
+                SLURM_NODEID="0",
+            ),
+        )
+        for rank in range(2)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outputs):
+        assert p.returncode == 0, out[-3000:]
+    assert "srun: rank 0 of 2 (tcp://localhost:" in outputs[0]
+    _same_losses(_losses(outputs[0]), _losses(one_process), range(1, STOP + 1))
+
+
+def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
+    save = tmp_path / "busy"
+    first = subprocess.Popen(
+        [os.path.join(BIN, "fairseq-train"), *_args(shards, save, 100000)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env(),
+    )
+    try:
+        deadline = time.time() + 120
+        while not (save / "checkpoint_last.pt").exists() and time.time() < deadline:
+            time.sleep(0.5)  # the first run holds the lock before its first update
+        second = run("fairseq-train", _args(shards, save, 3), check=False)
+    finally:
+        first.kill()
+        first.wait()
+    assert second.returncode == 1
+    last = second.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"fairseq-train: error: --save-dir {save} is in use by another ")
+    assert f"pid {first.pid}" in last and "Traceback" not in second.stderr
+
+
+def _bad_shard(shards, tmp_path, change):
+    first, second = shards.split(":")
+    bad = tmp_path / "bad"
+    shutil.copytree(second, bad)
+    change(bad)
+    return f"{first}:{bad}", str(bad)
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda d: shutil.rmtree(d / "mono" / "de"), "--mono-langs de: no {bad}/mono/de"),
+        (
+            lambda d: (d / "dict.txt").open("a").write("extra 1\n"),
+            "shard {bad}: {bad}/dict.txt differs from",
+        ),
+    ],
+    ids=["missing-language", "other-dictionary"],
+)
+def test_a_bad_shard_is_one_line_before_training(shards, tmp_path, change, words):
+    data, bad = _bad_shard(shards, tmp_path, change)
+    proc = run("fairseq-train", _args(data, tmp_path / "save", 3), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert words.format(bad=bad) in proc.stderr.strip().splitlines()[-1]
+    assert not json_logs(proc.stdout)  # no update ran
+
+
+@pytest.mark.parametrize(
+    "extra, environ, words",
+    [
+        (
+            ["--distributed-world-size", "3"],
+            {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+            "--distributed-world-size 3 contradicts torchrun's 2 processes",
+        ),
+        (
+            ["--distributed-world-size", "2"],
+            {},
+            "--distributed-world-size 2 without GPUs needs one process per rank",
+        ),
+    ],
+    ids=["contradicts-torchrun", "no-launcher"],
+)
+def test_a_world_that_cannot_start_is_one_line(shards, tmp_path, extra, environ, words):
+    args = _args(shards, tmp_path / "save", 3, "--distributed-backend", "gloo", *extra)
+    proc = run("fairseq-train", args, check=False, env=env(**environ))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert words in proc.stderr.strip().splitlines()[-1]
