@@ -4,6 +4,7 @@ streams: the same losses and gradients as without, recomputed in the backward.""
 import pytest
 import torch
 
+from tests.helpers.runner import USER_DIR, train_cfg
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.objectives import build_criterion
 
@@ -31,3 +32,13 @@ def test_checkpointed_layers_give_the_same_gradients(offload):
     assert cross and all(grads[n] is not None for n in cross)  # the S stream ran through it
     for name, grad in grads.items():
         torch.testing.assert_close(grads_ckpt[name], grad, rtol=1e-6, atol=1e-7, msg=name)
+
+
+def test_fairseq_train_takes_the_flags(tmp_path):
+    """fairseq's RoBERTa reads both settings but has no flag for them: veco adds them."""
+    (tmp_path / "dict.txt").write_text("a 1\n")
+    args = [tmp_path, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--mono-langs", "en"]
+    args += ["--arch", "veco_large", "--criterion", "ca_mlm", "--max-tokens", "64"]
+    cfg = train_cfg([*args, "--checkpoint-activations", "--offload-activations"])
+    assert cfg.model.checkpoint_activations and cfg.model.offload_activations
+    assert not getattr(train_cfg(args).model, "checkpoint_activations", False)

@@ -88,6 +88,17 @@ class VecoModel(RobertaModel):
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
+        # read by fairseq's TransformerConfig, but fairseq's RoBERTa gives them no flag
+        parser.add_argument(
+            "--checkpoint-activations",
+            action="store_true",
+            help="recompute every layer (both streams) in the backward: less memory",
+        )
+        parser.add_argument(
+            "--offload-activations",
+            action="store_true",
+            help="with --checkpoint-activations: keep the saved layer inputs on the CPU",
+        )
 
     @classmethod
     def build_model(cls, args, task):
