@@ -4,7 +4,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-import torch
 from fairseq.data import FairseqDataset
 from fairseq.data.iterators import EpochBatchIterator
 
