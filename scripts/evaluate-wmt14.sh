@@ -15,6 +15,7 @@
 #       --data-bin data-bin/wmt14_en_de --spm-model pretrained/xlmr.large/sentencepiece.bpe.model
 # Arguments after -- go to fairseq-generate (e.g. -- --lenpen 0.6 --fp16).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CHECKPOINT_DIR=checkpoints/wmt14_en_de

@@ -20,6 +20,7 @@
 #       --encoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --encoder-attention-heads 4
 # Arguments after -- go to fairseq-train unchanged. --dry-run prints the command.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PAIR=en-de

@@ -12,6 +12,7 @@
 # Text that is not UTF-8 (file and line named), sides with different line counts and a
 # --vocab-size the text cannot support (the largest that works named) stop it before any work.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 TEXT=""; DATA=""; SRC=en; TGT=de; VOCAB=4000; SPM_MODEL=""; WORKERS=2; ALIGN_WITH=""
 PY=${PYTHON:-python}
 die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }

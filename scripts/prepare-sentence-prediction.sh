@@ -11,6 +11,7 @@
 #
 # DATA is the pre-training data directory (spm.model, dict.txt) of the checkpoint to fine-tune.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 
 PYTHON=${PYTHON:-python}
 CKPT_DATA=""

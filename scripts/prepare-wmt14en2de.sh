@@ -19,6 +19,7 @@
 #       --spm-model pretrained/xlmr.large/sentencepiece.bpe.model \
 #       --dict pretrained/xlmr.large/dict.txt --dest-dir data-bin/wmt14_en_de
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PAIR=en-de

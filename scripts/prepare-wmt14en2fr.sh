@@ -14,6 +14,7 @@
 #       --spm-model pretrained/xlmr.large/sentencepiece.bpe.model \
 #       --dict pretrained/xlmr.large/dict.txt --dest-dir data-bin/wmt14_en_fr
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 
 for arg in "$@"; do
   [[ "$arg" != --pair ]] || { echo "$(basename "$0"): error: --pair is fixed to en-fr here" >&2; exit 1; }

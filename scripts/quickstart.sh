@@ -6,4 +6,5 @@
 #   bash scripts/quickstart.sh --run-dir runs/quickstart        # (= make quickstart)
 #   bash scripts/quickstart.sh --help                           # every flag
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"  # the project's .venv unless one is active
 exec python -m veco_plugin.quickstart "$@"
