@@ -66,6 +66,7 @@ setup(
             "veco-sentence-eval = veco_plugin.cli.sentence_prediction_eval:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
+            "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
         ]
     },
 )

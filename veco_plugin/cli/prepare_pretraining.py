@@ -1,0 +1,112 @@
+"""``veco-prepare-pretraining``: a folder of many languages' text -> a sharded DATA.
+
+::
+
+    veco-prepare-pretraining --text TEXT --out DATA --shards 8 --workers 2 --vocab-size 32000
+    # TEXT/mono/<lang>/*.txt[.gz|.xz], TEXT/bi/<src>-<tgt>/<name>.<src> + <name>.<tgt>
+    # -> DATA/shard0 ... DATA/shard7, each a veco_pretraining DATA
+    veco-prepare-pretraining ... --shard $SLURM_ARRAY_TASK_ID   # one shard (a job array)
+
+The steps and the formats: :mod:`veco_plugin.prepare`.
+"""
+
+import argparse
+import logging
+import os
+import sys
+from typing import Optional, Sequence
+
+from ..errors import VecoUserError
+from .common import run_cli
+
+PROG = "veco-prepare-pretraining"
+logger = logging.getLogger(PROG)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: pass 1 or more")
+    return value
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Prepare a sharded veco_pretraining DATA (joint sentencepiece model, "
+        "dict.txt, binarized mono/ and bi/ per shard) from a folder of text.",
+    )
+    p.add_argument("--text", required=True, help="TEXT/mono/<lang>/*.txt, TEXT/bi/<src>-<tgt>/")
+    p.add_argument("--out", required=True, help="DATA: shard0 ... shard<N-1> go here")
+    p.add_argument("--shards", type=_positive, default=1, help="number of shards (default 1)")
+    p.add_argument(
+        "--shard", type=int, help="build only this shard (0-based; e.g. $SLURM_ARRAY_TASK_ID)"
+    )
+    p.add_argument("--workers", type=_positive, default=1, help="shards built at once (processes)")
+    p.add_argument("--threads", type=_positive, default=1, help="sentencepiece threads per process")
+    p.add_argument("--vocab-size", type=_positive, default=32000, help="sentencepiece pieces")
+    p.add_argument(
+        "--valid-lines",
+        type=int,
+        default=1000,
+        help="segments held out for validation per language and pair (shard0; 0: none)",
+    )
+    p.add_argument(
+        "--spm-alpha",
+        type=float,
+        default=0.3,
+        help="language sampling exponent of the sentencepiece sample (q ∝ p^α)",
+    )
+    p.add_argument(
+        "--spm-sample-lines",
+        type=_positive,
+        default=10_000_000,
+        help="lines of the sentencepiece training sample (at most; all languages)",
+    )
+    p.add_argument(
+        "--spm-model",
+        help="use this sentencepiece model (e.g. XLM-R's sentencepiece.bpe.model) "
+        "instead of training one",
+    )
+    p.add_argument("--dict", help="with --spm-model: its fairseq dict.txt (default: made from it)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the sentencepiece sample")
+    return p
+
+
+def main(args: argparse.Namespace) -> None:
+    from ..prepare import pipeline
+    from ..prepare.plan import Settings
+
+    if args.dict and not args.spm_model:
+        raise VecoUserError("--dict needs --spm-model (the model whose pieces it lists)")
+    for flag, path in (("--spm-model", args.spm_model), ("--dict", args.dict)):
+        if path and not os.path.isfile(path):
+            raise VecoUserError(f"{flag} {path}: no such file")
+    if args.valid_lines < 0:
+        raise VecoUserError(f"--valid-lines {args.valid_lines}: pass 0 or more")
+    settings = Settings(
+        text=os.path.abspath(args.text),
+        shards=args.shards,
+        valid_lines=args.valid_lines,
+        vocab_size=args.vocab_size,
+        spm_alpha=args.spm_alpha,
+        spm_sample_lines=args.spm_sample_lines,
+        seed=args.seed,
+        spm_model=os.path.abspath(args.spm_model) if args.spm_model else None,
+        dict=os.path.abspath(args.dict) if args.dict else None,
+    )
+    plan = pipeline.prepare(settings, args.out, args.shard, args.workers, args.threads)
+    shards = ":".join(os.path.join(args.out, f"shard{k}") for k in range(args.shards))
+    flags = [("--mono-langs", plan.mono_langs), ("--bi-pairs", plan.bi_pairs)]
+    train = " ".join(f"{flag} {','.join(names)}" for flag, names in flags if names)
+    done = "DATA ready" if args.shard is None else f"shard{args.shard} ready"
+    print(f"{done}: fairseq-train {shards} --task veco_pretraining {train} ...", flush=True)
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    """Console entry point; exits 1 with one line on a user error."""
+    run_cli(PROG, get_parser, main, VecoUserError, list(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    cli_main()
