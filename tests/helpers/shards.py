@@ -3,7 +3,9 @@
 import os
 import subprocess
 import sys
-from typing import List
+from typing import Dict, Iterable, List
+
+from tests.helpers.runner import json_logs, pretrain_args
 
 PREPROCESS = """
 import sys
@@ -62,3 +64,37 @@ def make_shards(data: str, out: str, shards: int, lines: int) -> List[str]:
         capture_output=True,
     )
     return paths
+
+
+def shard_train_args(data: str, save_dir: str, updates: int, *extra) -> List[str]:
+    """``fairseq-train`` arguments of a run over ``make_shards``'s shards: ``ca_mlm``, a
+    loss logged at every update, dropout off (so that one process with ``--update-freq
+    2`` and two ranks of one batch each compute the same updates), no validation."""
+    return pretrain_args(
+        data,
+        str(save_dir),
+        "ca_mlm",
+        updates,
+        "--log-interval",
+        "1",
+        "--dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--disable-validation",
+        "--max-tokens",
+        "600",
+        *extra,
+    )
+
+
+def losses(output: str) -> Dict[int, float]:
+    """Training loss by update number, from fairseq-train's JSON log ``output``."""
+    return {int(r["num_updates"]): float(r["loss"]) for r in json_logs(output)}
+
+
+def assert_same_losses(got: Dict[int, float], want: Dict[int, float], updates: Iterable[int]):
+    """``got`` equals ``want`` at every update of ``updates`` (1e-3 relative: fp32
+    reduction order)."""
+    for u in updates:
+        assert abs(got[u] - want[u]) < 1e-3 * want[u], (u, got[u], want[u])
