@@ -1,0 +1,183 @@
+"""``veco-prepare-pretraining`` as a user runs it, on real En/De/Fr/Es gettext text: two
+shards built by two workers train with fairseq-train; together they hold every cleaned
+segment once, in order, validation in shard0 only; a re-run rewrites nothing; a killed
+shard build leaves no shard and is rebuilt identically; bad input ends in one line.
+(About 45 s on one core.)"""
+
+import filecmp
+import gzip
+import lzma
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+from fairseq.data import Dictionary, data_utils
+
+from tests.helpers.multilingual_text import gettext_corpora, has_catalogs, make_text
+from tests.helpers.runner import BIN, env, json_logs, pretrain_args, run
+from tests.helpers.shared import built_once
+from veco_plugin.corpora.subwords import load_sentencepiece
+
+pytestmark = pytest.mark.skipif(not has_catalogs(), reason="needs de/fr/es gettext catalogs")
+
+LINES, VALID = 1500, 100
+MONO, BI = ["de", "en", "es", "fr"], ["en-de", "en-es", "en-fr"]
+
+
+def flags(text, out, *extra):
+    return [
+        *("--text", text, "--out", out, "--shards", "2", "--vocab-size", "1000"),
+        *("--valid-lines", VALID, "--spm-sample-lines", "8000", *extra),
+    ]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    corpora = built_once(tmp_path_factory, "gettext-multilingual", gettext_corpora)
+    root = tmp_path_factory.mktemp("prepare")
+    text = make_text(corpora, root / "text", LINES)
+    proc = run("veco-prepare-pretraining", flags(text, root / "data", "--workers", "2"))
+    return text, str(root / "data"), proc
+
+
+def test_shards_train_with_fairseq(prepared, tmp_path):
+    _, data, proc = prepared
+    shards = f"{data}/shard0:{data}/shard1"
+    assert f"DATA ready: fairseq-train {shards} --task veco_pretraining" in proc.stdout
+    args = pretrain_args(shards, tmp_path / "save", "ca_mlm", 2, "--log-interval", "1")
+    args[args.index("--mono-langs") + 1] = ",".join(MONO)
+    args[args.index("--bi-pairs") + 1] = ",".join(BI)
+    out = run("fairseq-train", args)
+    assert [r["num_updates"] for r in json_logs(out.stdout + out.stderr)] == [1, 2]
+
+
+def _lines(path):
+    data = open(path, "rb").read()
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    elif path.endswith(".xz"):
+        data = lzma.decompress(data)
+    return [" ".join(line.split()) for line in data.decode("utf-8").split("\n")[:-1]]
+
+
+def _cleaned(folder, langs):
+    """The segments of a corpus folder: every document in name order, empty ones out."""
+    names = sorted(os.listdir(folder))
+    if len(langs) == 1:
+        return [(x,) for name in names for x in _lines(os.path.join(folder, name)) if x]
+    stems = sorted({n.split(".")[0] for n in names})
+    segments = []
+    for stem in stems:
+        sides = [
+            _lines(os.path.join(folder, n))
+            for lang in langs
+            for n in names
+            if n.split(".")[:2] == [stem, lang]
+        ]
+        segments += [pair for pair in zip(*sides) if all(pair)]
+    return segments
+
+
+def _binarized(prefix, dictionary):
+    """The items of ``prefix.{bin,idx}`` (None: no such files)."""
+    dataset = data_utils.load_indexed_dataset(prefix, dictionary)
+    return None if dataset is None else [dataset[i].tolist() for i in range(len(dataset))]
+
+
+def test_every_segment_once_in_order(prepared):
+    """fairseq-preprocess ids of the sentencepiece pieces of each cleaned segment ==
+    shard0's valid, then shard0's train + shard1's train (each shard a fair part)."""
+    text, data, _ = prepared
+    sp = load_sentencepiece(os.path.join(data, "spm.model"))
+    dictionary = Dictionary.load(os.path.join(data, "dict.txt"))
+
+    def ids(line):
+        pieces = " ".join(sp.encode(line, out_type=str))
+        return dictionary.encode_line(pieces, add_if_not_exist=False).tolist()
+
+    for kind, names in (("mono", MONO), ("bi", BI)):
+        for name in names:
+            langs = name.split("-")
+            segments = _cleaned(os.path.join(text, kind, name), langs)
+            for side, lang in enumerate(langs):
+                expected = [ids(segment[side]) for segment in segments]
+                file = "{split}" if kind == "mono" else f"{{split}}.{name}.{lang}"
+                found = {
+                    (k, split): _binarized(
+                        os.path.join(data, f"shard{k}", kind, name, file.format(split=split)),
+                        dictionary,
+                    )
+                    for k in (0, 1)
+                    for split in ("valid", "train")
+                }
+                assert found[0, "valid"] == expected[:VALID]
+                assert found[1, "valid"] is None  # no validation data in shard1
+                assert found[0, "train"] + found[1, "train"] == expected[VALID:]
+                assert abs(len(found[0, "train"]) - len(found[1, "train"])) <= 1
+
+
+def _files(data):
+    return {
+        os.path.join(root, name): os.stat(os.path.join(root, name)).st_mtime_ns
+        for root, _, names in os.walk(data)
+        for name in names
+    }
+
+
+def test_rerun_skips_and_rewrites_nothing(prepared):
+    text, data, _ = prepared
+    before = _files(data)
+    proc = run("veco-prepare-pretraining", flags(text, data, "--workers", "2"))
+    assert _files(data) == before
+    assert proc.stderr.count("complete, skipped") == 2
+
+
+def test_killed_shard_leaves_no_half_shard(prepared, tmp_path):
+    text, data, _ = prepared
+    out = tmp_path / "data"
+    out.mkdir()
+    for name in ("prepare.json", "spm.model", "dict.txt"):
+        shutil.copyfile(os.path.join(data, name), out / name)
+    shutil.copytree(os.path.join(data, "shard0"), out / "shard0")
+    command = [
+        os.path.join(BIN, "veco-prepare-pretraining"),
+        *map(str, flags(text, out, "--shard", "1")),
+    ]
+    proc = subprocess.Popen(
+        command, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    partial = out / ".shard1.partial"
+    while not partial.exists() and proc.poll() is None:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert not (out / "shard1").exists()
+    run("veco-prepare-pretraining", flags(text, out, "--shard", "1"))
+    assert sorted(os.listdir(out)) == [
+        ".prepare.lock",
+        "dict.txt",
+        "prepare.json",
+        "shard0",
+        "shard1",
+        "spm.model",
+    ]
+    compared = filecmp.dircmp(os.path.join(data, "shard1"), out / "shard1")
+    assert not compared.diff_files and not compared.left_only and not compared.right_only
+
+
+def test_bad_input_ends_in_one_line(prepared, tmp_path):
+    text, _, _ = prepared
+    shutil.copytree(os.path.join(text, "bi"), tmp_path / "text/bi")
+    with open(tmp_path / "text/bi/en-es/gettext.en", "a", encoding="utf-8") as f:
+        f.write("A line without its translation\n")
+    proc = run("veco-prepare-pretraining", flags(tmp_path / "text", tmp_path / "data"), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"veco-prepare-pretraining: error: {tmp_path}/text/bi/en-es/gettext.en has {LINES + 1} "
+        f"lines but {tmp_path}/text/bi/en-es/gettext.es.gz has {LINES}: the sides of a parallel "
+        "corpus must match line by line (the usual cause is a stray \\r or other line break "
+        "inside a sentence, e.g. from a tool that splits lines on \\r)"
+    )
