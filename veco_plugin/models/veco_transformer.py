@@ -1,7 +1,8 @@
 """``veco_transformer``: the encoder-decoder Transformer that a ``veco`` model initializes.
 
 A stock fairseq ``TransformerModel`` (so fairseq-train/generate/interactive work
-unchanged) whose sizes and embedding conventions are those of pre-training:
+unchanged, every attention in SDPA: ``modules/sdpa_transformer.py``) whose sizes and
+embedding conventions are those of pre-training:
 post-LN, GELU, learned positions with fairseq's padding offset (512 by default),
 ``layernorm_embedding`` after the embeddings, no embedding scale, and one embedding
 matrix shared by source, target and output projection (``--share-all-embeddings``).
@@ -36,7 +37,7 @@ from typing import List, Optional, Sequence
 
 import torch
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerModel
+from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq.models.transformer.transformer_legacy import (
     base_architecture as transformer_base_architecture,
 )
@@ -44,6 +45,7 @@ from fairseq.utils import safe_getattr
 from torch import nn
 
 from ..errors import VecoUserError
+from ..modules.sdpa_transformer import VecoSdpaTransformerDecoder, VecoSdpaTransformerEncoder
 from .flag_checks import check_model_flags
 from .layer_spec import count_layers, layer_list_problem, parse_layer_list
 from .veco import fill_encoder_sizes
@@ -104,8 +106,17 @@ class VecoTransformerModel(TransformerModel):
         )
 
     @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return VecoSdpaTransformerEncoder(
+            TransformerConfig.from_namespace(args), src_dict, embed_tokens
+        )
+
+    @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
-        decoder = super().build_decoder(args, tgt_dict, embed_tokens)
+        cfg = TransformerConfig.from_namespace(args)
+        decoder = VecoSdpaTransformerDecoder(
+            cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention
+        )
         if safe_getattr(args, "decoder_output_bias", False):
             projection = decoder.output_projection  # (V, C) weight, tied to embed_tokens
             projection.bias = nn.Parameter(projection.weight.new_zeros(projection.out_features))

@@ -2,14 +2,17 @@
 
 from typing import Optional
 
-from fairseq.modules import LayerNorm, MultiheadAttention
-from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from fairseq.modules import LayerNorm
 from torch import Tensor
 
+from .sdpa_attention import VecoSdpaAttention
+from .sdpa_transformer import VecoSdpaEncoderLayer
 
-class VecoEncoderLayer(TransformerEncoderLayerBase):
+
+class VecoEncoderLayer(VecoSdpaEncoderLayer):
     """fairseq's encoder layer plus a cross-attention block (``cross_attn`` and its
-    own ``cross_attn_layer_norm``).
+    own ``cross_attn_layer_norm``); both attentions run in SDPA
+    (``VecoSdpaAttention``: fairseq's parameters, fused attention).
 
     ``forward`` serves both streams, so fairseq's ``checkpoint_wrapper``
     (``--checkpoint-activations``, ``--offload-activations``) covers both:
@@ -30,7 +33,7 @@ class VecoEncoderLayer(TransformerEncoderLayerBase):
         self.cross_attn_layer_norm = LayerNorm(self.embed_dim, export=cfg.export)
 
     def build_cross_attention(self, embed_dim, cfg):
-        return MultiheadAttention(
+        return VecoSdpaAttention(
             embed_dim,
             cfg.encoder.attention_heads,
             kdim=embed_dim,
