@@ -72,8 +72,14 @@ def files(tmp_path):
 
 def run(argv, capsys):
     """Run ``veco-aer argv`` in-process; its stdout lines."""
+    return run_and_warn(argv, capsys)[0]
+
+
+def run_and_warn(argv, capsys):
+    """Run ``veco-aer argv`` in-process; its stdout lines and its warning lines."""
     cli_main(list(argv))
-    return capsys.readouterr().out.splitlines()
+    out, err = capsys.readouterr()
+    return out.splitlines(), [line for line in err.splitlines() if " | WARNING | " in line]
 
 
 def error(argv, capsys) -> str:
@@ -103,9 +109,9 @@ def test_hand_computed_scores_pharaoh_gold(files, capsys):
 def test_naacl_gold_of_the_same_content_scores_the_same(files, capsys):
     gold, pred = files(gold=GOLD_NAACL, pred=PRED)
     assert run([gold, pred, "--gold-format", "naacl"], capsys)[-1] == SCORES
-    assert parse_naacl_gold(GOLD_NAACL.splitlines(), "g") == parse_pharaoh_gold(
-        GOLD_PHARAOH.splitlines(), "g"
-    )
+    naacl = parse_naacl_gold(GOLD_NAACL.splitlines(), "g")
+    assert naacl == parse_pharaoh_gold(GOLD_PHARAOH.splitlines(), "g")
+    assert naacl.left_out == []
 
 
 def test_src_tgt_in_range_do_not_change_scores(files, capsys):
@@ -146,26 +152,29 @@ def test_empty_prediction_lines(files, capsys):
     assert run([gold, partly], capsys)[-1] == "precision 100.00 recall 40.00 f1 57.14 aer 42.86"
 
 
-def test_naacl_sentence_ids_need_not_be_contiguous(files, capsys):
-    # pairs 1 and 3 have gold links, pair 2 none: its predicted link 0-0 is wrong.
+def test_naacl_sentence_numbers_are_labels_in_ascending_order(files, capsys):
+    # labels 7 and 30 (7 listed last): pair 1 is label 7 {S 0-0, P 1-1}, pair 2 label 30
+    # {S 1-0}. Prediction: pair 1 0-0 1-1, pair 2 1-0 0-0 (wrong).
     # |S| = 2, |P| = 3, |A| = 4, |A ∩ S| = 2, |A ∩ P| = 3:
     # precision 3/4, recall 2/2, f1 2 (3/4) / (7/4) = 6/7 = 85.714..%,
     # aer 1 - (2 + 3) / (4 + 2) = 1/6 = 16.666..%
-    gold, pred = files(gold="3 2 1\n1 1 1\n1 2 2 P\n", pred="0-0 1-1\n0-0\n1-0\n")
+    gold, pred = files(gold="30 2 1\n07 1 1\n7 2 2 P\n", pred="0-0 1-1\n1-0 0-0\n")
     assert run([gold, pred, "--gold-format", "naacl"], capsys) == [
-        "sentences 3 gold sure 2 possible 3 predicted 4 matched sure 2 possible 3",
+        "sentences 2 gold sure 2 possible 3 predicted 4 matched sure 2 possible 3",
         "precision 75.00 recall 100.00 f1 85.71 aer 16.67",
     ]
 
 
-def test_naacl_corpus_may_end_with_unannotated_pairs_when_src_tgt_say_so(files, capsys):
-    # the highest id is 2, --src/--tgt have 3 pairs: pair 3 has no gold links
+def test_naacl_one_label_per_line_of_src_tgt(files, capsys):
+    # 2 labels but --src/--tgt have 3 lines: which line has no gold links is unknowable
     gold, pred, src, tgt = files(gold="1 1 1\n2 1 1\n", pred="0-0\n0-0\n\n", src=SRC, tgt=TGT)
-    message = error([gold, pred, "--gold-format", "naacl"], capsys)
-    assert f"{pred} has 3 lines but {gold} has 2 sentence pairs (its highest" in message
-    assert "give --src and --tgt" in message
     argv = [gold, pred, "--gold-format", "naacl", "--src", src, "--tgt", tgt]
-    assert run(argv, capsys)[-1] == "precision 100.00 recall 100.00 f1 100.00 aer 0.00"
+    message = error(argv, capsys)
+    assert f"{gold} labels 2 sentence pairs (2 distinct sentence_no, 1..2) but" in message
+    assert (
+        "--src/--tgt have 3 lines; the k-th smallest sentence_no is line k of --src/--tgt"
+        in message
+    )
 
 
 def test_duplicate_links_count_once_and_sure_wins_over_possible(files, capsys):
@@ -194,7 +203,7 @@ def test_percent_rounds_the_exact_value_half_up():
 
 
 def test_count_links_is_micro_averaged():
-    gold = parse_pharaoh_gold(["0-0", "0-0 1-1 2-2 3-3"], "g")
+    gold = parse_pharaoh_gold(["0-0", "0-0 1-1 2-2 3-3"], "g").sentences
     counts = count_links(gold, [frozenset({(0, 0)}), frozenset({(0, 0)})])
     # per-sentence recall would average 1 and 1/4 to 5/8; the corpus recall is 2/5
     assert aer_scores(counts).recall == Fraction(2, 5)
@@ -228,7 +237,7 @@ def test_zero_index_in_one_based_predictions(files, capsys):
     "text, expected",
     [
         ("0-0\n1-x\n\n", ":2: malformed link '1-x'"),
-        ("0-0\n1--1\n\n", ":2: link '1--1' has index -1"),
+        ("0-0\n1:1\n\n", ":2: malformed link '1:1'"),
     ],
 )
 def test_malformed_pharaoh_gold(files, text, expected, capsys):
@@ -241,9 +250,7 @@ def test_malformed_pharaoh_gold(files, text, expected, capsys):
     [
         ("1 1 1\n1 1\n", ":2: malformed line '1 1': expected 3 to 5 fields"),
         ("1 1 1\n1 a 1\n", ":2: malformed line '1 a 1': position_L1 'a' is not an integer"),
-        ("1 1 0 S\n", ":1: position_L2 is 0 in '1 1 0 S'"),  # NULL link
-        ("0 1 1\n", ":1: sentence_no is 0"),
-        ("1 -2 1\n", ":1: position_L1 is -2"),
+        ("-1 1 1\n", ":1: sentence_no is -1 in '-1 1 1'; a sentence_no is a label >= 0"),
         ("1 1 1 X\n", ":1: malformed line '1 1 1 X': after the link only S or P"),
         ("1 1 1 S 2\n", ":1: malformed line '1 1 1 S 2'"),  # confidence beyond (0, 1]
         ("1 1 1 0.5 S\n", ":1: malformed line '1 1 1 0.5 S'"),  # fields swapped
@@ -261,34 +268,48 @@ def test_sentence_count_mismatch_says_both_counts(files, capsys):
     assert f"{pred} has 2 lines but {gold} has 3 sentence pairs" in message
 
 
-def test_naacl_prediction_with_more_lines_than_highest_id(files, capsys):
+def test_naacl_prediction_with_more_lines_than_labels(files, capsys):
     gold, pred = files(gold=GOLD_NAACL, pred=PRED + "0-0\n")
     message = error([gold, pred, "--gold-format", "naacl"], capsys)
-    assert f"{pred} has 4 lines but {gold} has 3 sentence pairs (its highest" in message
+    assert f"{pred} has 4 lines but {gold} has 3 sentence pairs (one per distinct " in message
 
 
-@pytest.mark.parametrize("which", ["pred", "gold", "naacl"])
-def test_out_of_range_links_with_src_tgt(files, which, capsys):
+def test_out_of_range_predicted_link_with_src_tgt(files, capsys):
     # pair 3 has 2 source and 2 target words: index 2 is past its end
-    texts = {"gold": GOLD_PHARAOH, "pred": PRED, "src": SRC, "tgt": TGT}
-    extra = []
-    if which == "pred":
-        texts["pred"] = "0-0\n0-0\n0-0 1-2\n"
-        bad, lineno, token = "pred", 3, "1-2"
-    elif which == "gold":
-        texts["gold"] = "0-0\n0-0\n2p0\n"
-        bad, lineno, token = "gold", 3, "2p0"
-    else:
-        texts["gold"] = GOLD_NAACL + "3 3 1 P\n"
-        extra = ["--gold-format", "naacl"]
-        bad, lineno, token = "gold", 9, "3 3 1"
-    paths = dict(zip(texts, files(**texts)))
-    message = error(
-        [paths["gold"], paths["pred"], *extra, "--src", paths["src"], "--tgt", paths["tgt"]], capsys
-    )
-    assert f"{paths[bad]}:{lineno}: link {token!r} is out of range" in message
+    gold, pred, src, tgt = files(gold=GOLD_PHARAOH, pred="0-0\n0-0\n0-0 1-2\n", src=SRC, tgt=TGT)
+    message = error([gold, pred, "--src", src, "--tgt", tgt], capsys)
+    assert f"{pred}:3: link '1-2' is out of range" in message
     assert "sentence pair 3 has 2 source and 2 target words" in message
-    assert ("--one-based-pred" in message) == (which == "pred")
+    assert "--one-based-pred" in message
+
+
+@pytest.mark.parametrize(
+    "gold_format, text, with_src, expected",
+    [
+        # pair 3 has 2 source and 2 target words: 2p0 and '3 3 1' are past its end
+        ("pharaoh", "0-0\n0-0\n2p0\n", True, "line 3 '2p0': it has 2 source and 2 target"),
+        ("pharaoh", "0-0\n1--1\n\n", False, "line 2 '1--1': word positions start at 0"),
+        (
+            "naacl",
+            GOLD_NAACL + "3 3 1 P\n",
+            True,
+            "line 9 '3 3 1', sentence_no 3 = line 3 of --src/--tgt: it has 2 source and 2 target",
+        ),
+        ("naacl", GOLD_NAACL + "2 0 1\n", False, "line 9 '2 0 1', sentence_no 2: word positions"),
+    ],
+)
+def test_gold_links_outside_their_sentence_are_left_out_with_one_warning(
+    files, gold_format, text, with_src, expected, capsys
+):
+    gold, pred, src, tgt = files(gold=text, pred=PRED, src=SRC, tgt=TGT)
+    argv = [gold, pred, "--gold-format", gold_format] + (["--src", src, "--tgt", tgt] * with_src)
+    out, warnings = run_and_warn(argv, capsys)
+    # the stray link is left out of S and P: the scores are those without it
+    if gold_format == "naacl":
+        assert out[-1] == SCORES
+    assert len(warnings) == 1, warnings
+    assert f"{gold}: left out 1 gold link outside its sentence (first: {expected}" in warnings[0]
+    assert ("give --src/--tgt to check their ends too" in warnings[0]) != with_src
 
 
 def test_out_of_range_is_not_detected_without_src_tgt(files, capsys):
@@ -307,7 +328,9 @@ def test_src_tgt_count_mismatches(files, capsys):
     assert f"{gold} has 3 lines but --src/--tgt have 2" in message
     naacl = files(naacl=GOLD_NAACL)
     argv = [naacl, pred, "--gold-format", "naacl", "--src", short_src, "--tgt", short]
-    assert f"{naacl}:8: sentence_no 3 but --src/--tgt have 2 sentence pairs" in error(argv, capsys)
+    message = error(argv, capsys)
+    assert f"{naacl} labels 3 sentence pairs (3 distinct sentence_no, 1..3) but" in message
+    assert "--src/--tgt have 2 lines" in message
     assert "--src and --tgt go together" in error([gold, pred, "--src", src], capsys)
 
 

@@ -4,6 +4,8 @@
 
     veco-aer gold.talp pred.align
     veco-aer test.wa.nonullalign pred.align --gold-format naacl --src test.en --tgt test.fr
+    veco-aer alignment-test-sets/de-en/alignv2.txt de-en.align --gold-format naacl \\
+        --src alignment-test-sets/de-en/test.de --tgt alignment-test-sets/de-en/test.en
 
 Prints the corpus counts, then, as the last line, the scores in percent::
 
@@ -11,7 +13,9 @@ Prints the corpus counts, then, as the last line, the scores in percent::
     precision 71.43 recall 60.00 f1 65.22 aer 33.33
 
 ``matched sure`` is |A ∩ S| and ``matched possible`` is |A ∩ P| (sure links are also
-possible). Definitions, formats and degenerate cases (an empty prediction scores
+possible). A gold link outside its sentence (a position before the first word, or, with
+``--src``/``--tgt``, past the last) is left out, with one warning line saying how many.
+Definitions, formats and degenerate cases (an empty prediction scores
 precision 0.00 and aer 100.00): :mod:`veco_plugin.evaluation.aer`.
 """
 
@@ -59,8 +63,9 @@ def get_parser() -> argparse.ArgumentParser:
         choices=GOLD_FORMATS,
         default="pharaoh",
         help="pharaoh: one line per sentence pair, 'i-j' sure and 'ipj' possible links, "
-        "0-based; naacl: WPT 2003 'sentence_no i j [S|P] [confidence]' per line, 1-based "
-        "(default: %(default)s)",
+        "0-based; naacl: WPT 2003 'sentence_no i j [S|P] [confidence]' per line, words "
+        "1-based, the k-th smallest sentence_no is sentence pair k (as in the XLM-Align and "
+        "SimAlign test sets) (default: %(default)s)",
     )
     parser.add_argument(
         "--one-based-pred",
@@ -70,8 +75,8 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--src",
         metavar="FILE",
-        help="source sentences, whitespace-tokenized, one per line (with --tgt): refuse "
-        "gold or predicted links outside their sentence",
+        help="source sentences, whitespace-tokenized, one per line (with --tgt): gold links "
+        "past the end of their sentence are left out, predicted ones refused",
     )
     parser.add_argument(
         "--tgt",

@@ -29,18 +29,28 @@ memory.
     possible-only link as ``ipj``; predictions may not (a prediction is a plain set of
     links). Predictions may be 1-based (``one_based=True``).
 ``naacl`` (gold only; WPT / HLT-NAACL 2003 shared task, Mihalcea & Pedersen 2003)
-    one link per line, ``sentence_no position_L1 position_L2 [S|P] [confidence]``, all
-    1-based; a missing ``S|P`` field means ``S``. The optional confidence, a number in
-    (0, 1], belongs to the standard format and is ignored here (every listed link
-    counts fully). Sentence ids need not be contiguous: a sentence absent from the file
-    has no gold links. The corpus has as many sentence pairs as the highest id, or as
-    the ``--src``/``--tgt`` files when they are given. Position 0 (a NULL link in some
-    WPT files) is not a word and is refused.
+    one link per line, ``sentence_no position_L1 position_L2 [S|P] [confidence]``; word
+    positions are 1-based; a missing ``S|P`` field means ``S``. The optional confidence,
+    a number in (0, 1], belongs to the standard format and is ignored here (every listed
+    link counts fully). A ``sentence_no`` is a label that orders the sentence pairs, not
+    a position: the k-th smallest distinct ``sentence_no`` is sentence pair k (line k of
+    ``--src``/``--tgt`` and of the prediction), as the XLM-Align authors' loader reads
+    its test sets (CZWin32768/XLM-Align, ``word_aligner/alignment-test-sets.tar.gz``):
+    their labels start at 0 (de-en, en-cs) or 1 (en-fr, ro-en; written ``0001``) or 26
+    (en-hi), and skip numbers (ro-en has 199 pairs labelled 1..203). So every sentence
+    pair has at least one gold link, and the corpus has as many pairs as distinct labels.
+    In every published file the labels ascend, so this is also the order in which they
+    first appear. CRLF line ends are read like LF.
 
-Range checks. Alignment files carry no sentence lengths: without them only negative
-(or, 1-based, zero) indices are detected. With ``lengths`` (from whitespace-tokenized,
-line-aligned ``--src``/``--tgt`` files) every gold and predicted link must fall inside
-its sentence.
+Links outside their sentence. Three published gold files hold a link outside its
+sentence (de-en ``178 22 -99``, en-cs ``430 60 44``, en-hi ``68 33 34``), and WPT files
+mark a NULL link with position 0. Such gold links are not word pairs: they are left out
+of ``S`` and ``P``, and :func:`evaluate_files` logs one warning line saying how many.
+Alignment files carry no sentence lengths: without them only positions before the first
+word are detected. With ``lengths`` (from whitespace-tokenized, line-aligned
+``--src``/``--tgt`` files, split like ``str.split``, as ``veco-align`` splits them)
+gold links past the end of their sentence are left out too, and a predicted link outside
+its sentence is an error (a prediction comes from the user's aligner).
 
 Every problem in the user's files is a :class:`~veco_plugin.errors.VecoUserError` whose
 one-line message names the file, the line and the fix.
@@ -48,13 +58,16 @@ one-line message names the file, the line and the fix.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import AbstractSet, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..errors import VecoUserError
+
+logger = logging.getLogger("veco_plugin.evaluation.aer")
 
 Link = Tuple[int, int]  # (source word, target word), 0-based
 Lengths = Sequence[Tuple[int, int]]  # (source words, target words) per sentence pair
@@ -72,6 +85,15 @@ class GoldSentence:
 
     sure: FrozenSet[Link]
     possible: FrozenSet[Link]
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A gold standard as read: its sentence pairs in corpus order, and the gold links
+    left out because they lie outside their sentence, each as ``(file line, why)``."""
+
+    sentences: List[GoldSentence]
+    left_out: List[Tuple[int, str]]
 
 
 @dataclass(frozen=True)
@@ -131,6 +153,21 @@ def sentence_lengths(
     return [(len(s.split()), len(t.split())) for s, t in zip(src_lines, tgt_lines)]
 
 
+def _outside(link: Link, sentence: int, lengths: Optional[Lengths], first: int) -> str:
+    """Why ``link`` (0-based) lies outside sentence pair ``sentence`` (0-based), or ``""``.
+
+    ``first`` is the file's first word index (0 or 1), for the message.
+    """
+    if min(link) < 0:
+        return f"word positions start at {first}"
+    if lengths is None or sentence >= len(lengths):
+        return ""
+    src_words, tgt_words = lengths[sentence]
+    if link[0] < src_words and link[1] < tgt_words:
+        return ""
+    return f"it has {src_words} source and {tgt_words} target words"
+
+
 def _check_range(
     link: Link,
     token: str,
@@ -140,7 +177,7 @@ def _check_range(
     lineno: int,
     hint: str = "",
 ) -> None:
-    """Refuse ``link`` (0-based) outside sentence ``sentence`` (0-based) of ``lengths``."""
+    """Refuse a predicted ``link`` (0-based) outside sentence ``sentence`` (0-based)."""
     if lengths is None or sentence >= len(lengths):
         return
     src_words, tgt_words = lengths[sentence]
@@ -177,7 +214,7 @@ def _parse_pharaoh_link(
             f"plain set of links: write it as {m.group(1)}-{m.group(3)}",
         )
     i, j = int(m.group(1)), int(m.group(3))
-    if min(i, j) < base:
+    if min(i, j) < base and not gold:
         if base and min(i, j) == 0:
             fix = "indices start at 1 with --one-based-pred; drop that flag if the file is 0-based"
         else:
@@ -186,14 +223,14 @@ def _parse_pharaoh_link(
     return (i - base, j - base), m.group(2) == "p"
 
 
-def parse_pharaoh_gold(
-    lines: Sequence[str], name: str, lengths: Optional[Lengths] = None
-) -> List[GoldSentence]:
+def parse_pharaoh_gold(lines: Sequence[str], name: str, lengths: Optional[Lengths] = None) -> Gold:
     """Gold from Pharaoh lines (``i-j`` sure, ``ipj`` possible, 0-based), one per pair.
 
-    A link written both ways is sure. ``name`` is the file name for messages.
+    A link written both ways is sure. A link outside its sentence (a negative index, or
+    past the end of ``lengths``) is left out. ``name`` is the file name for messages.
     """
     gold = []
+    left_out = []
     for k, line in enumerate(lines):
         sure: Set[Link] = set()
         possible: Set[Link] = set()
@@ -201,10 +238,13 @@ def parse_pharaoh_gold(
             link, possible_only = _parse_pharaoh_link(
                 token, name, k + 1, gold=True, one_based=False
             )
-            _check_range(link, token, k, lengths, name, k + 1)
-            (possible if possible_only else sure).add(link)
+            why = _outside(link, k, lengths, 0)
+            if why:
+                left_out.append((k + 1, f"{token!r}: {why}"))
+            else:
+                (possible if possible_only else sure).add(link)
         gold.append(GoldSentence(frozenset(sure), frozenset(sure | possible)))
-    return gold
+    return Gold(gold, left_out)
 
 
 def parse_predictions(
@@ -237,16 +277,7 @@ def _naacl_int(field: str, what: str, name: str, lineno: int, line: str) -> int:
             f"malformed line {line.strip()!r}: {what} {field!r} is not an integer; "
             f"write {_NAACL_FIELDS}",
         )
-    value = int(field)
-    if value < 1:
-        null = " (0 marks a NULL link in some WPT files: remove those lines)" if value == 0 else ""
-        raise _error(
-            name,
-            lineno,
-            f"{what} is {value} in {line.strip()!r}; NAACL ids and word positions start "
-            f"at 1{null}",
-        )
-    return value
+    return int(field)
 
 
 def _naacl_sure(fields: Sequence[str], name: str, lineno: int, line: str) -> bool:
@@ -270,48 +301,74 @@ def _naacl_sure(fields: Sequence[str], name: str, lineno: int, line: str) -> boo
     return sure
 
 
-def parse_naacl_gold(
-    lines: Sequence[str], name: str, lengths: Optional[Lengths] = None
-) -> List[GoldSentence]:
-    """Gold from NAACL/WPT lines ``sentence_no i j [S|P] [confidence]`` (1-based).
+@dataclass(frozen=True)
+class _NaaclLink:
+    """One line of a NAACL file: ``label`` is its sentence_no, ``link`` 0-based."""
 
-    The corpus has ``len(lengths)`` sentence pairs when ``lengths`` is given (a higher
-    sentence id is an error), else as many as the highest id. Blank lines are skipped.
-    """
-    sure: Dict[int, Set[Link]] = {}
-    possible: Dict[int, Set[Link]] = {}
-    for lineno, line in enumerate(lines, start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if not 3 <= len(fields) <= 5:
-            raise _error(
-                name,
-                lineno,
-                f"malformed line {line.strip()!r}: expected 3 to 5 fields, {_NAACL_FIELDS}",
-            )
-        sentence = _naacl_int(fields[0], "sentence_no", name, lineno, line)
-        i = _naacl_int(fields[1], "position_L1", name, lineno, line)
-        j = _naacl_int(fields[2], "position_L2", name, lineno, line)
-        is_sure = _naacl_sure(fields, name, lineno, line)
-        if lengths is not None and sentence > len(lengths):
-            raise _error(
-                name,
-                lineno,
-                f"sentence_no {sentence} but --src/--tgt have {len(lengths)} sentence "
-                "pairs; give the --src/--tgt files of this gold standard",
-            )
-        link = (i - 1, j - 1)
-        _check_range(
-            link, f"{fields[0]} {fields[1]} {fields[2]}", sentence - 1, lengths, name, lineno
+    lineno: int
+    text: str
+    label: int
+    link: Link
+    sure: bool
+
+
+def _read_naacl_line(line: str, name: str, lineno: int) -> _NaaclLink:
+    fields = line.split()
+    if not 3 <= len(fields) <= 5:
+        raise _error(
+            name,
+            lineno,
+            f"malformed line {line.strip()!r}: expected 3 to 5 fields, {_NAACL_FIELDS}",
         )
-        (sure if is_sure else possible).setdefault(sentence - 1, set()).add(link)
-    count = len(lengths) if lengths is not None else max([*sure, *possible], default=-1) + 1
-    gold = []
-    for k in range(count):
-        s = sure.get(k, set())
-        gold.append(GoldSentence(frozenset(s), frozenset(s | possible.get(k, set()))))
-    return gold
+    label = _naacl_int(fields[0], "sentence_no", name, lineno, line)
+    if label < 0:
+        raise _error(
+            name,
+            lineno,
+            f"sentence_no is {label} in {line.strip()!r}; a sentence_no is a label >= 0 "
+            "that orders the sentence pairs",
+        )
+    i = _naacl_int(fields[1], "position_L1", name, lineno, line)
+    j = _naacl_int(fields[2], "position_L2", name, lineno, line)
+    sure = _naacl_sure(fields, name, lineno, line)
+    return _NaaclLink(lineno, " ".join(fields[:3]), label, (i - 1, j - 1), sure)
+
+
+def parse_naacl_gold(lines: Sequence[str], name: str, lengths: Optional[Lengths] = None) -> Gold:
+    """Gold from NAACL/WPT lines ``sentence_no i j [S|P] [confidence]`` (1-based words).
+
+    The k-th smallest distinct sentence_no is sentence pair k (module docstring); blank
+    lines are skipped. With ``lengths``, there must be one label per sentence pair. A
+    link outside its sentence is left out.
+    """
+    links = [
+        _read_naacl_line(line, name, lineno)
+        for lineno, line in enumerate(lines, start=1)
+        if line.split()
+    ]
+    labels = sorted({x.label for x in links})
+    if lengths is not None and len(labels) != len(lengths):
+        span = f", {labels[0]}..{labels[-1]}" if labels else ""
+        raise VecoUserError(
+            f"{name} labels {len(labels)} sentence pairs ({len(labels)} distinct sentence_no"
+            f"{span}) but --src/--tgt have {len(lengths)} lines; the k-th smallest "
+            "sentence_no is line k of --src/--tgt: give the --src/--tgt files of this gold "
+            "standard"
+        )
+    index = {label: k for k, label in enumerate(labels)}
+    sure: List[Set[Link]] = [set() for _ in labels]
+    possible: List[Set[Link]] = [set() for _ in labels]
+    left_out = []
+    for x in links:
+        k = index[x.label]
+        why = _outside(x.link, k, lengths, 1)
+        if why:
+            line = f" = line {k + 1} of --src/--tgt" if lengths is not None else ""
+            left_out.append((x.lineno, f"{x.text!r}, sentence_no {x.label}{line}: {why}"))
+        else:
+            (sure if x.sure else possible)[k].add(x.link)
+    gold = [GoldSentence(frozenset(s), frozenset(s | p)) for s, p in zip(sure, possible)]
+    return Gold(gold, left_out)
 
 
 def count_links(gold: Sequence[GoldSentence], predicted: Sequence[AbstractSet[Link]]) -> AerCounts:
@@ -399,20 +456,27 @@ def evaluate_files(
         source = "one line each"
     else:
         gold = parse_naacl_gold(gold_lines, gold_path, lengths)
-        source = "lines of --src" if lengths is not None else "its highest sentence_no"
+        source = "one per distinct sentence_no, in ascending order"
 
     pred_lines = read_lines(pred_path)
-    if len(pred_lines) != len(gold):
-        naacl_hint = ""
-        if gold_format == "naacl" and lengths is None and len(pred_lines) > len(gold):
-            naacl_hint = (
-                "; if the corpus ends with pairs that have no gold links, give --src and "
-                "--tgt so their number is known"
-            )
+    if len(pred_lines) != len(gold.sentences):
         raise VecoUserError(
-            f"{pred_path} has {len(pred_lines)} lines but {gold_path} has {len(gold)} "
-            f"sentence pairs ({source}); write one line per sentence pair, in order, an "
-            f"empty line for a pair without links{naacl_hint}"
+            f"{pred_path} has {len(pred_lines)} lines but {gold_path} has "
+            f"{len(gold.sentences)} sentence pairs ({source}); write one line per sentence "
+            "pair, in order, an empty line for a pair without links"
         )
     predicted = parse_predictions(pred_lines, pred_path, one_based_pred, lengths)
-    return count_links(gold, predicted)
+    if gold.left_out:
+        lineno, why = gold.left_out[0]
+        unchecked = "" if lengths is not None else "; give --src/--tgt to check their ends too"
+        logger.warning(
+            "%s: left out %d gold link%s outside %s sentence (first: line %d %s)%s",
+            gold_path,
+            len(gold.left_out),
+            "" if len(gold.left_out) == 1 else "s",
+            "its" if len(gold.left_out) == 1 else "their",
+            lineno,
+            why,
+            unchecked,
+        )
+    return count_links(gold.sentences, predicted)
