@@ -10,82 +10,21 @@ import shutil
 
 import pytest
 import torch
-from fairseq.data import Dictionary
 
-from tests.helpers.runner import REPO
+from tests.helpers.hf_xlmr import CONFIG, hf_dir, xlmr_spm
 from tests.helpers.toy import random_tokens
 from veco_plugin.errors import VecoUserError
-from veco_plugin.export.import_hf import import_model, spm_symbols
+from veco_plugin.export.import_hf import import_model
 from veco_plugin.export.keymap import TOKEN_TYPES, from_transformers
-from veco_plugin.export.tokenizer import fast_tokenizer
 
 transformers = pytest.importorskip("transformers")
 
-TEXT = f"{REPO}/tests/fixtures/text"
 TOL = 1e-5
-# XLM-R base's config.json, tiny sizes (hidden_act, eps, positions = max + 2, one type)
-CONFIG = dict(
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    intermediate_size=64,
-    max_position_embeddings=66,
-    type_vocab_size=1,
-    layer_norm_eps=1e-5,
-    hidden_act="gelu",
-    bos_token_id=0,
-    pad_token_id=1,
-    eos_token_id=2,
-)
 
 
 @pytest.fixture(scope="module")
 def spm_model(tmp_path_factory):
-    """A sentencepiece model with XLM-R's special ids (<unk> 0, <s> 1, </s> 2), trained on
-    the fixture text, and the fairseq dictionary it gives."""
-    import sentencepiece as spm
-
-    prefix = tmp_path_factory.mktemp("xlmr_spm") / "spm"
-    spm.SentencePieceTrainer.train(
-        input=f"{TEXT}/train.en,{TEXT}/train.de",
-        model_prefix=str(prefix),
-        vocab_size=300,
-        unk_id=0,
-        bos_id=1,
-        eos_id=2,
-        pad_id=-1,
-        minloglevel=2,
-    )
-    model = f"{prefix}.model"
-    d = Dictionary()
-    for symbol in spm_symbols(model)[4:]:
-        d.add_symbol(symbol)
-    return model, d
-
-
-def hf_dir(path, cls, spm_model, safetensors=True, seed=0, tokenizer=True, zero_types=False):
-    """``transformers.<cls>`` saved as a released model directory (+ its tokenizer files)."""
-    model_file, d = spm_model
-    torch.manual_seed(seed)
-    config = transformers.XLMRobertaConfig(vocab_size=len(d), num_labels=3, **CONFIG)
-    model = getattr(transformers, cls)(config).eval()
-    with torch.no_grad():
-        types = model.base_model.embeddings.token_type_embeddings.weight
-        types.zero_() if zero_types else types.normal_(0, 0.02)
-        if hasattr(model, "lm_head"):  # a trained head has a bias
-            model.lm_head.bias.normal_(0, 0.02)
-    if safetensors:
-        model.save_pretrained(path)
-    else:  # as transformers 4 wrote it: tied copies and the position-id buffer included
-        model.config.save_pretrained(path)
-        state = model.state_dict()
-        positions = torch.arange(CONFIG["max_position_embeddings"])[None]
-        state[f"{model.base_model_prefix}.embeddings.position_ids"] = positions
-        torch.save(state, path / "pytorch_model.bin")
-    shutil.copyfile(model_file, path / "sentencepiece.bpe.model")
-    if tokenizer:
-        fast_tokenizer(open(model_file, "rb").read(), d.symbols).save(str(path / "tokenizer.json"))
-    return model
+    return xlmr_spm(tmp_path_factory.mktemp("xlmr_spm"))
 
 
 def _fairseq(out):
@@ -266,17 +205,8 @@ def test_bad_directories_are_one_line(spm_model, tmp_path):
 
     def spm_of(**ids):  # a sentencepiece model of another vocabulary or layout
         def write(path):
-            import sentencepiece as spm
-
-            spm.SentencePieceTrainer.train(
-                input=f"{TEXT}/train.en",
-                model_prefix=str(path / "other"),
-                vocab_size=200,
-                pad_id=-1,
-                minloglevel=2,
-                **ids,
-            )
-            os.replace(path / "other.model", path / "sentencepiece.bpe.model")
+            model, _ = xlmr_spm(path, 200, **ids)
+            os.replace(model, path / "sentencepiece.bpe.model")
 
         return write
 
