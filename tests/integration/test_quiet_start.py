@@ -1,0 +1,40 @@
+"""What every fairseq-train run prints that is not the user's to act on, and how a missing
+batch size ends (veco_plugin.warning_filters, veco_plugin.train_flags)."""
+
+import os
+
+from tests.helpers.runner import USER_DIR, json_logs, pretrain_args, run
+
+AUTOCAST = "torch.cuda.amp.autocast(args...)` is deprecated"
+MISMATCHED_MASKS = "Support for mismatched key_padding_mask and attn_mask is deprecated"
+
+
+def test_two_updates_of_translation_print_neither_torch_deprecation(pretrain_data, tmp_path):
+    """A 2-update ``translation_from_pretrained_veco`` run: fairseq's train_step makes the
+    autocast call, its decoder self-attention passes a float future mask beside a boolean
+    padding mask (both printed here before the filters)."""
+    args = [
+        os.path.join(pretrain_data, "bi", "en-de"),
+        "--user-dir", USER_DIR, "--task", "translation_from_pretrained_veco",
+        "-s", "en", "-t", "de", "--arch", "veco_transformer_tiny", "--cpu",
+        "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1000", "--max-update", "2",
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+        "--save-dir", tmp_path / "ck", "--no-save", "--disable-validation",
+        "--log-format", "json", "--log-interval", "1", "--num-workers", "0",
+    ]  # fmt: skip
+    proc = run("fairseq-train", args)
+    assert json_logs(proc.stdout, "train")[-1]["num_updates"] == 2
+    output = proc.stdout + proc.stderr
+    assert AUTOCAST not in output and MISMATCHED_MASKS not in output, proc.stderr[-3000:]
+
+
+def test_no_batch_size_is_one_line_naming_the_flags(pretrain_data, tmp_path):
+    args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2)
+    i = args.index("--max-tokens")
+    proc = run("fairseq-train", args[:i] + args[i + 2 :], check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-train: error: no batch size: pass --max-tokens N"), last
+    assert "--batch-size N" in last
+    assert not (tmp_path / "ck").exists()  # refused before fairseq made the save dir

@@ -1,0 +1,54 @@
+"""fairseq-train's start-up assertion on the batch size as a one-line error.
+
+``fairseq_cli.train.main`` begins with ``assert cfg.dataset.max_tokens is not None or
+cfg.dataset.batch_size is not None``: a command with neither ``--max-tokens`` nor
+``--batch-size`` ended in an ``AssertionError`` traceback. The same condition is checked
+when ``fairseq_cli.train`` hands its ``main`` to ``distributed_utils.call_main`` -- before
+any worker process is spawned, so one line is printed on every launch path -- and ends in a
+:class:`~veco_plugin.errors.VecoUserError` naming the flags. Assertion failures anywhere
+else keep their traceback.
+
+The other ``assert`` in that ``main`` (``cfg.criterion``) cannot fail from the command
+line: ``--criterion`` has a default and its configuration always holds ``_name``.
+"""
+
+import functools
+from typing import Any, Callable
+
+from .errors import VecoUserError
+from .patching import wrap_once
+
+
+def check_train_config(cfg: Any) -> None:
+    """Raise a :class:`VecoUserError` for a configuration ``fairseq_cli.train.main``
+    would stop at with an ``AssertionError``."""
+    if cfg.dataset.max_tokens is None and cfg.dataset.batch_size is None:
+        raise VecoUserError(
+            "no batch size: pass --max-tokens N (tokens per batch) or --batch-size N "
+            "(sentences per batch), or both"
+        )
+
+
+def _is_train_main(main: Callable) -> bool:
+    return (getattr(main, "__module__", None), getattr(main, "__qualname__", None)) == (
+        "fairseq_cli.train",
+        "main",
+    )
+
+
+def _checking(call_main: Callable) -> Callable:
+    @functools.wraps(call_main)
+    def wrapper(cfg, main, **kwargs):
+        if _is_train_main(main):
+            check_train_config(cfg)
+        return call_main(cfg, main, **kwargs)
+
+    return wrapper
+
+
+def install() -> None:
+    """Wrap ``fairseq.distributed.utils.call_main`` (``fairseq_cli.train.cli_main`` and
+    ``fairseq-hydra-train`` look it up in its module); idempotent."""
+    from fairseq.distributed import utils
+
+    wrap_once(utils, "call_main", _checking, "train_flags")
