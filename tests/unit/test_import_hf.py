@@ -7,6 +7,7 @@ and bad directories end in one line."""
 import json
 import os
 import shutil
+import sys
 
 import pytest
 import torch
@@ -53,11 +54,15 @@ def _compare(hf, fairseq_model, d, head=True):
     [("XLMRobertaForMaskedLM", True), ("XLMRobertaForMaskedLM", False)],
     ids=["safetensors", "pytorch_model.bin"],
 )
-def test_a_masked_lm_computes_what_transformers_computes(spm_model, tmp_path, cls, safetensors):
+def test_a_masked_lm_computes_what_transformers_computes(
+    spm_model, tmp_path, cls, safetensors, monkeypatch
+):
     """Every layer and the MLM logits, with padding; the token-type row (not zero) folded
-    into the position table."""
+    into the position table. The import itself runs without transformers."""
     hf = hf_dir(tmp_path / "hf", cls, spm_model, safetensors)
-    result = import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "transformers", None)  # import transformers: ImportError
+        result = import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
     assert sorted(os.listdir(tmp_path / "out")) == [
         "dict.txt",
         "model.pt",
@@ -157,6 +162,9 @@ def mlm_state(spm_model):
 def test_the_key_table_refuses_what_fairseq_cannot_hold(mlm_state):
     with pytest.raises(VecoUserError, match=r"1 tensors have no place .*roberta\.extra"):
         from_transformers({**mlm_state, "roberta.extra": torch.zeros(1)})
+    token_classifier = {"classifier.weight": torch.zeros(5, 32), "classifier.bias": torch.zeros(5)}
+    with pytest.raises(VecoUserError, match=r"2 tensors .* \(e.g. classifier.weight\)"):
+        from_transformers({**mlm_state, **token_classifier})  # XLMRobertaForTokenClassification
     key = "roberta.encoder.layer.1.output.dense.bias"
     with pytest.raises(VecoUserError, match=rf"1 encoder tensors are missing \(e.g. {key}\)"):
         from_transformers({k: v for k, v in mlm_state.items() if k != key})

@@ -98,7 +98,8 @@ HF_TIED: Dict[str, str] = {
     "lm_head.decoder.bias": "lm_head.bias",
 }
 TOKEN_TYPES = "roberta.embeddings.token_type_embeddings.weight"
-HF_CLASSIFIER = "classifier."  # -> classification_heads.NAME.; dense and out_proj, both sides
+# XLMRobertaForSequenceClassification's head -> classification_heads.NAME.(dense|out_proj).*
+HF_CLASSIFIER = re.compile(r"classifier\.((dense|out_proj)\.(weight|bias))")
 LM_HEAD = "encoder.lm_head."
 
 
@@ -271,8 +272,8 @@ def from_transformers(
                     f"{key} differs from {tied}: fairseq's RoBERTa ties them; an untied LM "
                     "head cannot be imported"
                 )
-        elif key.startswith(HF_CLASSIFIER) and key.endswith((".weight", ".bias")):
-            name = f"classification_heads.{head_name}.{key[len(HF_CLASSIFIER):]}"
+        elif HF_CLASSIFIER.fullmatch(key):
+            name = HF_CLASSIFIER.sub(rf"classification_heads.{head_name}.\1", key)
             out[name] = value.detach().float().clone().contiguous()
             report.mapped += 1
         elif why:
