@@ -308,3 +308,10 @@ def test_other_settings_are_refused_on_rerun(text, data, capsys):
         ],
     )
     assert "prepare.json was prepared with --shards 3 (now 4)" in line
+
+
+def test_out_made_by_another_tool_is_refused(text, tmp_path, capsys):
+    t = _small_text(text, tmp_path / "t")
+    (tmp_path / "d/shard0/mono").mkdir(parents=True)
+    line = _error(capsys, ["--text", t, "--out", tmp_path / "d", *FLAGS])
+    assert f"--out {tmp_path}/d holds shard0 but no prepare.json" in line

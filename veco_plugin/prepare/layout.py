@@ -10,6 +10,7 @@ A corpus is one language's monolingual text or one pair's parallel text; its doc
 ``_`` and ``@`` (``-`` joins a pair, ``.`` separates suffixes).
 """
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ..errors import VecoUserError
 
 COMPRESSED = (".gz", ".xz")
 _LANG = re.compile(r"^[A-Za-z0-9_@]+$")
+logger = logging.getLogger(__name__)
 LAYOUT = "TEXT/mono/<lang>/*.txt[.gz|.xz] or TEXT/bi/<src>-<tgt>/<name>.<src> + <name>.<tgt>"
 
 
@@ -49,6 +51,11 @@ def _visible(folder: str) -> List[str]:
     return sorted(n for n in os.listdir(folder) if not n.startswith("."))
 
 
+def _ignored(folder: str, names: List[str], expected: str) -> None:
+    if names:
+        logger.warning(f"{folder}: ignored {', '.join(names)} (not {expected})")
+
+
 def _check_lang(lang: str, folder: str) -> None:
     if not _LANG.match(lang):
         raise VecoUserError(
@@ -65,11 +72,13 @@ def _mono(text: str) -> List[Corpus]:
         if not os.path.isdir(folder):
             continue
         _check_lang(lang, folder)
+        names = _visible(folder)
         files = [
             os.path.join(folder, n)
-            for n in _visible(folder)
+            for n in names
             if _strip_compression(n).endswith(".txt") and os.path.isfile(os.path.join(folder, n))
         ]
+        _ignored(folder, [n for n in names if os.path.join(folder, n) not in files], "*.txt")
         if not files:
             raise VecoUserError(f"{folder} holds no *.txt, *.txt.gz or *.txt.xz file")
         corpora.append(Corpus("mono", lang, (lang,), tuple((f,) for f in files)))
@@ -78,14 +87,18 @@ def _mono(text: str) -> List[Corpus]:
 
 def _pair_documents(folder: str, src: str, tgt: str) -> Tuple[Tuple[str, ...], ...]:
     sides: Dict[str, Dict[str, str]] = {}  # name -> lang -> path
+    ignored = []
     for n in _visible(folder):
         stem, _, lang = _strip_compression(n).rpartition(".")
-        if lang in (src, tgt) and stem and os.path.isfile(os.path.join(folder, n)):
-            if lang in sides.setdefault(stem, {}):
-                raise VecoUserError(
-                    f"{folder}: {sides[stem][lang]} and {n} are both {stem}.{lang}; keep one"
-                )
+        if not (lang in (src, tgt) and stem and os.path.isfile(os.path.join(folder, n))):
+            ignored.append(n)
+        elif lang in sides.setdefault(stem, {}):
+            raise VecoUserError(
+                f"{folder}: {sides[stem][lang]} and {n} are both {stem}.{lang}; keep one"
+            )
+        else:
             sides[stem][lang] = n
+    _ignored(folder, ignored, f"<name>.{src} or <name>.{tgt}")
     if not sides:
         raise VecoUserError(f"{folder} holds no <name>.{src} + <name>.{tgt} file pair")
     documents = []

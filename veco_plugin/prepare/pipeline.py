@@ -41,6 +41,23 @@ def _mapper(workers: int) -> Iterator[Callable[[Callable, Sequence], Iterator]]:
         yield pool.map
 
 
+# what DATA may hold before its plan exists: the lock, and what a killed planning left
+_PLANNING = {".prepare.lock", ".spm-sample", "spm.model", "dict.txt", "dict.txt.part"}
+
+
+def _check_fresh(data: str) -> None:
+    """Refuse to plan into a DATA that holds anything else (another tool's DATA, shards
+    with another dictionary)."""
+    others = sorted(
+        n for n in os.listdir(data) if n not in _PLANNING and not n.endswith(".partial")
+    )
+    if others:
+        raise VecoUserError(
+            f"--out {data} holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''} "
+            f"but no {PLAN}: it was not made by this command; pass a new or empty --out"
+        )
+
+
 def _prepared(settings: Settings, data: str, workers: int, threads: int) -> Plan:
     """The plan of DATA: read (and checked against ``settings``), or made now with the
     vocabulary."""
@@ -50,9 +67,10 @@ def _prepared(settings: Settings, data: str, workers: int, threads: int) -> Plan
             found = Plan.load(path)
             planning.check_same(found, settings, path)
             return found
+        _check_fresh(data)
         with _mapper(workers) as mapper:
             plan = planning.count(settings, mapper)
-            vocabulary.train(plan, data, mapper, threads)
+            vocabulary.train(plan, data, mapper, max(workers, threads))
         plan.save(path)  # last: its presence means the shared files are complete
         return plan
 
