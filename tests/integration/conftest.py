@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from tests.helpers.runner import REPO, monolingual, pretrain_args, run
+from tests.helpers.shards import make_shards
 from tests.helpers.shared import built_once
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
@@ -116,3 +117,11 @@ def plain_mlm(aligned_data, tmp_path_factory):
         lambda out: run("fairseq-train", monolingual(pretrain_args(aligned_data, out, *args))),
     )
     return save / "checkpoint_last.pt"
+
+
+@pytest.fixture(scope="module")
+def shards(pretrain_data, tmp_path_factory) -> str:
+    """``DATA/shard0:DATA/shard1``: two tiny shards of ``pretrain_data`` (40 En/De
+    segments and 40 En-De pairs each; the validation split in the first)."""
+    out = tmp_path_factory.mktemp("shards")
+    return ":".join(make_shards(pretrain_data, str(out), shards=2, lines=40))

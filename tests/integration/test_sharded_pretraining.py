@@ -17,8 +17,8 @@ import time
 import pytest
 import torch
 
-from tests.helpers.runner import BIN, REPO, env, json_logs, pretrain_args, run
-from tests.helpers.shards import make_shards
+from tests.helpers.runner import BIN, REPO, env, json_logs, run
+from tests.helpers.shards import assert_same_losses, losses, shard_train_args
 
 UPDATES = 8  # crosses into epoch 2 (shard 1) at update 6
 STOP = 3  # the 2-rank run stops here, mid-epoch 1
@@ -29,40 +29,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def shards(pretrain_data, tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("shards")
-    return ":".join(make_shards(pretrain_data, str(out), shards=2, lines=40))
-
-
-def _args(data, save, updates, *extra):
-    return pretrain_args(
-        data,
-        str(save),
-        "ca_mlm",
-        updates,
-        "--log-interval",
-        "1",
-        "--dropout",
-        "0",
-        "--attention-dropout",
-        "0",
-        "--disable-validation",
-        "--max-tokens",
-        "600",
-        *extra,
-    )
-
-
-def _losses(output: str):
-    return {int(r["num_updates"]): float(r["loss"]) for r in json_logs(output)}
-
-
-def _same_losses(got, want, updates):
-    for u in updates:
-        assert abs(got[u] - want[u]) < 1e-3 * want[u], (u, got[u], want[u])
 
 
 def _torchrun(script, args, timeout=300):
@@ -81,7 +47,9 @@ def _torchrun(script, args, timeout=300):
 def one_process(shards, tmp_path_factory):
     """One process, two batches per update: the reference trajectory."""
     save = tmp_path_factory.mktemp("one")
-    return run("fairseq-train", _args(shards, save, UPDATES, "--update-freq", "2")).stdout
+    return run(
+        "fairseq-train", shard_train_args(shards, save, UPDATES, "--update-freq", "2")
+    ).stdout
 
 
 def test_epochs_cycle_through_the_shards(one_process, shards):
@@ -96,14 +64,14 @@ def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process
     """torchrun's two processes are one 2-rank job (no --distributed-world-size): equal
     ranks, the one-process trajectory; its checkpoint continues on 2 ranks and on 1
     process (with --update-freq 2) with the next unread batches, into shard 1."""
-    want = _losses(one_process)
+    want = losses(one_process)
     save = tmp_path / "two"
     args = ["--cpu", "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp"]
     two = _torchrun(
         os.path.join(REPO, "tests", "helpers", "torchrun_params.py"),
-        _args(shards, save, STOP, *args[1:]),
+        shard_train_args(shards, save, STOP, *args[1:]),
     )
-    _same_losses(_losses(two), want, range(1, STOP + 1))
+    assert_same_losses(losses(two), want, range(1, STOP + 1))
     ranks = [torch.load(save / f"params.rank{r}.pt") for r in range(2)]
     assert ranks[0].keys() == ranks[1].keys()
     for name in ranks[0]:
@@ -112,15 +80,18 @@ def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process
     single = tmp_path / "single"
     shutil.copytree(save, single)
     resumed_two = _torchrun(
-        os.path.join(BIN, "fairseq-train"), _args(shards, save, UPDATES, *args[1:])
+        os.path.join(BIN, "fairseq-train"), shard_train_args(shards, save, UPDATES, *args[1:])
     )
     assert f"{STOP} updates" in resumed_two
-    _same_losses(_losses(resumed_two), want, range(STOP + 1, UPDATES + 1))
+    assert_same_losses(losses(resumed_two), want, range(STOP + 1, UPDATES + 1))
     assert "epoch 2: train reads shard 1 of 2" in resumed_two
 
-    resumed_one = run("fairseq-train", _args(shards, single, UPDATES, "--update-freq", "2")).stdout
-    _same_losses(_losses(resumed_one), want, range(STOP + 1, UPDATES + 1))
+    resumed_one = run(
+        "fairseq-train", shard_train_args(shards, single, UPDATES, "--update-freq", "2")
+    ).stdout
+    assert_same_losses(losses(resumed_one), want, range(STOP + 1, UPDATES + 1))
     assert "resuming epoch 1 on 1 processes (saved by 2)" in resumed_one
+    assert "epoch 2: train reads shard 1 of 2" in resumed_one
 
 
 def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
@@ -130,7 +101,7 @@ def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
         subprocess.Popen(
             [
                 os.path.join(BIN, "fairseq-train"),
-                *_args(
+                *shard_train_args(
                     shards,
                     tmp_path / "slurm",
                     STOP,
@@ -163,13 +134,13 @@ def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
     for p, out in zip(procs, outputs):
         assert p.returncode == 0, out[-3000:]
     assert "srun: rank 0 of 2 (tcp://localhost:" in outputs[0]
-    _same_losses(_losses(outputs[0]), _losses(one_process), range(1, STOP + 1))
+    assert_same_losses(losses(outputs[0]), losses(one_process), range(1, STOP + 1))
 
 
 def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
     save = tmp_path / "busy"
     first = subprocess.Popen(
-        [os.path.join(BIN, "fairseq-train"), *_args(shards, save, 100000)],
+        [os.path.join(BIN, "fairseq-train"), *shard_train_args(shards, save, 100000)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env(),
@@ -178,7 +149,7 @@ def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
         deadline = time.time() + 120
         while not (save / "checkpoint_last.pt").exists() and time.time() < deadline:
             time.sleep(0.5)  # the first run holds the lock before its first update
-        second = run("fairseq-train", _args(shards, save, 3), check=False)
+        second = run("fairseq-train", shard_train_args(shards, save, 3), check=False)
     finally:
         first.kill()
         first.wait()
@@ -209,7 +180,7 @@ def _bad_shard(shards, tmp_path, change):
 )
 def test_a_bad_shard_is_one_line_before_training(shards, tmp_path, change, words):
     data, bad = _bad_shard(shards, tmp_path, change)
-    proc = run("fairseq-train", _args(data, tmp_path / "save", 3), check=False)
+    proc = run("fairseq-train", shard_train_args(data, tmp_path / "save", 3), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert words.format(bad=bad) in proc.stderr.strip().splitlines()[-1]
     assert not json_logs(proc.stdout)  # no update ran
@@ -232,7 +203,7 @@ def test_a_bad_shard_is_one_line_before_training(shards, tmp_path, change, words
     ids=["contradicts-torchrun", "no-launcher"],
 )
 def test_a_world_that_cannot_start_is_one_line(shards, tmp_path, extra, environ, words):
-    args = _args(shards, tmp_path / "save", 3, "--distributed-backend", "gloo", *extra)
+    args = shard_train_args(shards, tmp_path / "save", 3, "--distributed-backend", "gloo", *extra)
     proc = run("fairseq-train", args, check=False, env=env(**environ))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert words in proc.stderr.strip().splitlines()[-1]

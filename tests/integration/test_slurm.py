@@ -19,18 +19,12 @@ import pytest
 
 from tests.helpers import slurm
 from tests.helpers.runner import BIN, env, run
-from tests.helpers.shards import assert_same_losses, losses, make_shards, shard_train_args
+from tests.helpers.shards import assert_same_losses, losses, shard_train_args
 from veco_plugin.distributed.launch import slurm_port
 
 pytestmark = pytest.mark.skipif(slurm.missing() is not None, reason=str(slurm.missing()))
 
 UPDATES = 3
-
-
-@pytest.fixture(scope="module")
-def shards(pretrain_data, tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("shards")
-    return ":".join(make_shards(pretrain_data, str(out), shards=2, lines=40))
 
 
 @pytest.fixture(scope="module")
