@@ -14,6 +14,7 @@ import torch
 
 from tests.helpers.hf_xlmr import CONFIG, hf_dir, xlmr_spm
 from tests.helpers.toy import random_tokens
+from veco_plugin.corpora import subwords
 from veco_plugin.errors import VecoUserError
 from veco_plugin.export.import_hf import import_model
 from veco_plugin.export.keymap import TOKEN_TYPES, from_transformers
@@ -70,6 +71,11 @@ def test_a_masked_lm_computes_what_transformers_computes(
     ]
     assert result.weights.endswith("model.safetensors" if safetensors else "pytorch_model.bin")
     assert result.report.head and result.report.token_types_folded > 0
+    # the pipeline binarizes with this dict.txt (prepare-pretraining-data.sh --spm-model)
+    subwords.write_dictionary(
+        str(tmp_path / "out" / "sentencepiece.bpe.model"), str(tmp_path / "d")
+    )
+    assert (tmp_path / "d").read_text() == (tmp_path / "out" / "dict.txt").read_text()
     model = _fairseq(tmp_path / "out")
     _compare(hf, model, spm_model[1])
 
