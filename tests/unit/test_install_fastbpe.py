@@ -19,7 +19,8 @@ import pytest
 from tests.helpers.runner import REPO
 
 STUB_PYTHON = """#!/usr/bin/env bash
-echo "$PWD $0 $*" >> "$(dirname "$0")/calls.log"
+args="$*"
+echo "$PWD $0 ${args//$'\n'/ }" >> "$(dirname "$0")/calls.log"
 [[ $1 == - ]] && cat > /dev/null
 [[ $1 == -c ]] && (cd "$(dirname "$0")/.." && pwd)
 exit 0
