@@ -18,6 +18,7 @@ over corpus-wide sets of (sentence, i, j) with S ⊆ P.
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -91,7 +92,7 @@ def independent_lines(sure, possible, predicted):
 
 def _write_prediction(path, links, sentences):
     """Pharaoh lines, 0-based, for ``links`` (a set of (k, i, j), 1-based words)."""
-    lines = [[] for _ in range(sentences)]
+    lines: List[List[str]] = [[] for _ in range(sentences)]
     for k, i, j in sorted(links):
         lines[k].append(f"{i - 1}-{j - 1}")
     path.write_text("".join(" ".join(line) + "\n" for line in lines), encoding="utf-8")
