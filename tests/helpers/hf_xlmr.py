@@ -61,12 +61,14 @@ def hf_dir(
     safetensors: bool = True,
     seed: int = 0,
     zero_types: bool = False,
+    shard: str = "",
     **sizes,
 ):
     """``transformers.<cls>`` (3 labels for a classifier; ``sizes`` over :data:`CONFIG`)
     saved as a released directory: safetensors as transformers 5 writes them, else
     ``pytorch_model.bin`` as transformers 4 wrote it (tied copies and the position-id buffer
-    included); the token types random unless ``zero_types`` (as every converted XLM-R)."""
+    included); the token types random unless ``zero_types`` (as every converted XLM-R);
+    ``shard``: safetensors shards of at most that size and their index."""
     import transformers
 
     model_file, d = spm
@@ -79,7 +81,7 @@ def hf_dir(
         if hasattr(model, "lm_head"):  # a trained head has a bias
             model.lm_head.bias.normal_(0, 0.02)
     if safetensors:
-        model.save_pretrained(path)
+        model.save_pretrained(path, **({"max_shard_size": shard} if shard else {}))
     else:
         model.config.save_pretrained(path)
         state = model.state_dict()

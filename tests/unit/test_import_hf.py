@@ -51,16 +51,20 @@ def _compare(hf, fairseq_model, d, head=True):
 
 
 @pytest.mark.parametrize(
-    "cls,safetensors",
-    [("XLMRobertaForMaskedLM", True), ("XLMRobertaForMaskedLM", False)],
-    ids=["safetensors", "pytorch_model.bin"],
+    "safetensors,shard,weights",
+    [
+        (True, "", "model.safetensors"),
+        (True, "20KB", "model.safetensors.index.json"),
+        (False, "", "pytorch_model.bin"),
+    ],
+    ids=["safetensors", "sharded", "pytorch_model.bin"],
 )
 def test_a_masked_lm_computes_what_transformers_computes(
-    spm_model, tmp_path, cls, safetensors, monkeypatch
+    spm_model, tmp_path, safetensors, shard, weights, monkeypatch
 ):
     """Every layer and the MLM logits, with padding; the token-type row (not zero) folded
     into the position table. The import itself runs without transformers."""
-    hf = hf_dir(tmp_path / "hf", cls, spm_model, safetensors)
+    hf = hf_dir(tmp_path / "hf", "XLMRobertaForMaskedLM", spm_model, safetensors, shard=shard)
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "transformers", None)  # import transformers: ImportError
         result = import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
@@ -69,7 +73,7 @@ def test_a_masked_lm_computes_what_transformers_computes(
         "model.pt",
         "sentencepiece.bpe.model",
     ]
-    assert result.weights.endswith("model.safetensors" if safetensors else "pytorch_model.bin")
+    assert os.path.basename(result.weights) == weights
     assert result.report.head and result.report.token_types_folded > 0
     # the pipeline binarizes with this dict.txt (prepare-pretraining-data.sh --spm-model)
     subwords.write_dictionary(
