@@ -39,11 +39,21 @@ setup(
         # pot: an independent optimal-transport solver, the oracle of the Sinkhorn tests;
         # transformers, faiss-cpu: the veco-export-hf and veco-retrieve tests; pytest-xdist:
         # make test's two workers
-        "test": ["pytest", "pytest-xdist", "pot", "transformers", "faiss-cpu"],
+        "test": [
+            "pytest",
+            "pytest-xdist",
+            "pot",
+            "transformers",
+            "protobuf",
+            "safetensors",
+            "faiss-cpu",
+        ],
         # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command);
         # 4.x and 5.x: the export writes tokenizer.json itself (5.x has no sentencepiece
-        # XLM-R tokenizer and reads that file) and rereads it to check fairseq's ids
-        "hf": ["transformers"],
+        # XLM-R tokenizer and reads that file) and rereads it to check fairseq's ids;
+        # protobuf: sentencepiece's model proto, rewritten by the export. veco-import-hf
+        # needs only safetensors (no transformers)
+        "hf": ["transformers", "protobuf", "safetensors"],
         # veco-retrieve --search faiss (and auto on large pools); exact torch search without
         "retrieval": ["faiss-cpu"],
         # fastBPE: see scripts/install-fastbpe.sh (PyPI's 0.1.0 sdist needs its .pyx
@@ -66,6 +76,7 @@ setup(
             "veco-sentence-eval = veco_plugin.cli.sentence_prediction_eval:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
+            "veco-import-hf = veco_plugin.cli.import_hf:cli_main",
             "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
         ]
     },
