@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.helpers.hf_xlmr import TEXT, hf_dir, xlmr_spm
-from tests.helpers.runner import REPO, env, run
+from tests.helpers.runner import BIN, REPO, env, run
 from tests.helpers.toy import build
 from veco_plugin.alignment.aligner import load_model
 from veco_plugin.models.veco import load_xlmr_into_veco
@@ -49,7 +49,7 @@ assert hidden < 1e-5 and mlm < 1e-5
 
 def _import(*args, check=True):
     proc = subprocess.run(
-        [sys.executable, "-m", "veco_plugin.cli.import_hf", *map(str, args)],
+        [os.path.join(BIN, "veco-import-hf"), *map(str, args)],
         capture_output=True,
         text=True,
         cwd=REPO,
