@@ -16,11 +16,12 @@ lines at 1). Lines = monolingual lines + both sides of every pair.
   (``num_threads=W``) writes each file's pieces, then one process runs fairseq's
   ``preprocess`` (``--workers W``) on every corpus (one import, as ours).
 
-``--memory``: the peak RSS of ours (``--workers 1``) on the text repeated 1 and 10
-times (``--memory-repeat``), each measured in a fresh parent (``RUSAGE_CHILDREN``).
+``--measure memory``: the peak RSS of ours (``--workers 1``; the whole command, and the
+shards alone) on the text repeated 1 and 10 times (``--memory-repeat``), each measured
+in a fresh parent (``RUSAGE_CHILDREN``: the largest process).
 
     python benchmarks/prepare_speed.py [--work DIR] [--repeat 2] [--workers 1 2] \\
-        [--vocab-size 8000] [--spm-sample-lines 100000] [--memory] [--json PATH]
+        [--vocab-size 8000] [--spm-sample-lines 100000] [--measure speed memory] [--json PATH]
 
 Ratios > 1: ours is faster. The load average is printed with each figure (the
 machine may be shared).
@@ -51,6 +52,7 @@ for line in sys.stdin:
     main(options.get_preprocessing_parser().parse_args(line.split()))
 """
 
+# run argv[1:], print the peak RSS (KiB) of its largest process
 PEAK_RSS = """
 import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -65,7 +67,13 @@ def parse_args(argv=None):
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--spm-sample-lines", type=int, default=100000)
-    p.add_argument("--memory", action="store_true", help="also peak RSS, 1x vs 10x text")
+    p.add_argument(
+        "--measure",
+        nargs="+",
+        choices=["speed", "memory"],
+        default=["speed"],
+        help="speed (lines/s vs the anchor), memory (peak RSS, 1x vs 10x text)",
+    )
     p.add_argument("--memory-repeat", type=int, nargs=2, default=[1, 10])
     p.add_argument("--json", help="write the figures here")
     return p.parse_args(argv)
@@ -217,34 +225,47 @@ def speed(a, corpora: Path, work: Path) -> Dict[str, float]:
     return result
 
 
+def peak_rss_mib(command: List[str]) -> float:
+    """Peak RSS of ``command`` (its largest process), measured in a fresh parent."""
+    wrapped = [sys.executable, "-c", PEAK_RSS, *command]
+    out = subprocess.run(wrapped, check=True, env=env(), capture_output=True, text=True)
+    return int(out.stdout.split()[-1]) / 1024
+
+
 def memory(a, corpora: Path, work: Path) -> Dict[str, float]:
-    peaks = {}
+    """Peak RSS of the whole preparation and of the shards alone (``--workers 1``)."""
+    peaks: Dict[str, float] = {}
     for r in a.memory_repeat:
         text = work / f"text-x{r}"
         lines = make_text(corpora, text, r)
         data = work / f"memory-x{r}"
         shutil.rmtree(data, ignore_errors=True)
-        command = [sys.executable, "-c", PEAK_RSS, *ours(text, data, a, 1)]
         start = time.perf_counter()
-        out = subprocess.run(command, check=True, env=env(), capture_output=True, text=True)
-        peaks[r] = int(out.stdout.split()[-1]) / 1024
+        peaks[f"whole_x{r}"] = peak_rss_mib(ours(text, data, a, 1))
+        for k in range(2):
+            shutil.rmtree(data / f"shard{k}")
+        peaks[f"shards_x{r}"] = peak_rss_mib(ours(text, data, a, 1))
         print(
-            f"x{r}: {lines} lines, peak RSS {peaks[r]:.0f} MiB "
-            f"({time.perf_counter() - start:.0f} s); {load()}"
+            f"x{r}: {lines} lines, peak RSS whole {peaks[f'whole_x{r}']:.0f} MiB, shards only "
+            f"{peaks[f'shards_x{r}']:.0f} MiB ({time.perf_counter() - start:.0f} s); {load()}"
         )
     r0, r1 = a.memory_repeat
-    print(f"peak RSS x{r1} / x{r0} = {peaks[r1] / peaks[r0]:.3f} (target <= 1.2)")
-    return {f"peak_rss_mib_x{r}": v for r, v in peaks.items()} | {
-        "peak_rss_ratio": peaks[r1] / peaks[r0]
-    }
+    result = {f"peak_rss_mib_{k}": v for k, v in peaks.items()}
+    for step in ("whole", "shards"):
+        ratio = peaks[f"{step}_x{r1}"] / peaks[f"{step}_x{r0}"]
+        result[f"peak_rss_ratio_{step}"] = ratio
+        print(f"peak RSS x{r1} / x{r0}, {step}: {ratio:.3f} (target <= 1.2)")
+    return result
 
 
 def main(argv=None):
     a = parse_args(argv)
     work = Path(a.work).resolve()
     corpora = gettext_corpora(work / "gettext")
-    result = speed(a, corpora, work)
-    if a.memory:
+    result: Dict[str, float] = {}
+    if "speed" in a.measure:
+        result.update(speed(a, corpora, work))
+    if "memory" in a.measure:
         result.update(memory(a, corpora, work))
     if a.json:
         write_json(a.json, result)

@@ -96,8 +96,9 @@ def prepare(
     """Make ``data/shard0 ... shard<N-1>`` (only ``shard`` if given) from
     ``settings.text``; existing shards are kept as they are."""
     n = settings.shards
-    if n < 1:
-        raise VecoUserError(f"--shards {n}: pass 1 or more")
+    for flag, value in (("--shards", n), ("--workers", workers), ("--threads", threads)):
+        if value < 1:
+            raise VecoUserError(f"{flag} {value}: pass 1 or more")
     if shard is not None and not 0 <= shard < n:
         raise VecoUserError(
             f"--shard {shard}: --shards {n} makes shard0 ... shard{n - 1}; pass 0 to {n - 1}"
@@ -111,7 +112,9 @@ def prepare(
             logger.info(f"shard{k}: complete, skipped")
         else:
             todo.append(k)
-    jobs = [(plan, data, k, threads, i % max(workers, 1)) for i, k in enumerate(todo)]
+    # fewer shards to build than workers: the spare workers encode as threads
+    threads = max(threads, workers // max(len(todo), 1))
+    jobs = [(plan, data, k, threads, i % workers) for i, k in enumerate(todo)]
     try:
         with _mapper(min(workers, len(todo))) as mapper:
             for k, built in zip(todo, mapper(_build, jobs)):
