@@ -105,11 +105,6 @@ def _within_sampling_error(counts, q):
     assert np.all(np.abs(counts - n * q) <= Z * sd + 1), np.round((counts - n * q) / sd, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="VecoZipDataset cycles the shorter sub-dataset's batches from the start of "
-    "their size-sorted list: its shortest pairs (the languages of short segments) repeat",
-)
 @pytest.mark.parametrize("cycling", list(CYCLING))
 def test_epoch_shares_are_q_within_sampling_error(data, cycling):
     for epoch, parts in _epochs(data, cycling).items():

@@ -2,6 +2,7 @@
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -57,9 +58,12 @@ class VecoZipDataset(FairseqDataset):
     ``SubBatchSize`` (``sub_batch_sizes`` of fairseq's ``max_tokens`` /
     ``max_sentences`` and the sub-datasets' ``own_tokens`` / ``own_pairs``), then zips
     the batch lists: batch ``j`` of an epoch holds sub-batch ``j`` of every
-    sub-dataset, the shorter lists cycling (as
-    ``RoundRobinZipDatasets``), so the epoch has as many updates as the longest
-    list. The collated sample is ``{"mono": batch, "bi": batch}``.
+    sub-dataset, so the epoch has as many updates as the longest list. A shorter
+    list repeats whole, then its last, partial pass batches a uniform random subset
+    of the sub-dataset's pairs (drawn from ``seed`` and the epoch, size-sorted like
+    the list), so its languages keep their shares q_l (repeating the first batches of
+    the size-sorted list would repeat its shortest pairs, and the languages of short
+    segments). The collated sample is ``{"mono": batch, "bi": batch}``.
 
     Sub-datasets truncate and skip bad pairs themselves (with counted warnings), so
     there is nothing left for ``--max-positions`` filtering to drop."""
@@ -69,9 +73,11 @@ class VecoZipDataset(FairseqDataset):
         datasets: "OrderedDict[str, FairseqDataset]",
         own_tokens: Dict[str, Optional[int]],
         own_pairs: Dict[str, Optional[int]],
+        seed: int = 1,
     ):
         super().__init__()
         self.datasets = datasets
+        self.seed, self.epoch = seed, 1
         self.own_tokens, self.own_pairs = own_tokens, own_pairs
         lengths = [len(d) for d in datasets.values()]
         self.offsets = dict(zip(datasets, np.cumsum([0] + lengths[:-1]).tolist()))
@@ -122,26 +128,40 @@ class VecoZipDataset(FairseqDataset):
         sizes = sub_batch_sizes(
             list(self.datasets), max_tokens, max_sentences, self.own_tokens, self.own_pairs
         )
-        per_part = []
+        batchers, local, per_part = {}, {}, {}
         for key, dataset in self.datasets.items():
             start = self.offsets[key]
-            local = indices[(indices >= start) & (indices < start + len(dataset))] - start
-            local = local.astype(np.int64)
-            size = sizes[key]
-            batches = data_utils.batch_by_size(
-                local,
-                dataset.num_tokens,
-                num_tokens_vec=dataset.num_tokens_vec(local).astype(np.int64),
-                max_tokens=size.max_tokens,
-                max_sentences=size.max_pairs,
-                required_batch_size_multiple=required_batch_size_multiple,
+            mine = indices[(indices >= start) & (indices < start + len(dataset))] - start
+            local[key] = mine.astype(np.int64)
+            batchers[key] = partial(
+                self._batch, key, size=sizes[key], multiple=required_batch_size_multiple
             )
-            per_part.append([np.asarray(b) + start for b in batches])
-        steps = max(len(b) for b in per_part)
-        return [np.concatenate([b[j % len(b)] for b in per_part]) for j in range(steps)]
+            per_part[key] = batchers[key](local[key])
+        steps = max(len(b) for b in per_part.values())
+        for k, (key, batches) in enumerate(per_part.items()):
+            passes, rest = divmod(steps, len(batches))
+            rng = np.random.default_rng((self.seed, self.epoch, k))
+            tail = _sample_batches(local[key], batchers[key], rest, rng) if rest else []
+            per_part[key] = batches * passes + tail
+        return [np.concatenate(b) for b in zip(*per_part.values())]
+
+    def _batch(self, key, order, size: SubBatchSize, multiple: int) -> List[np.ndarray]:
+        """Sub-dataset ``key``'s pairs ``order`` (local indices) in batches, in that order
+        (global indices)."""
+        dataset = self.datasets[key]
+        batches = data_utils.batch_by_size(
+            order,
+            dataset.num_tokens,
+            num_tokens_vec=dataset.num_tokens_vec(order).astype(np.int64),
+            max_tokens=size.max_tokens,
+            max_sentences=size.max_pairs,
+            required_batch_size_multiple=multiple,
+        )
+        return [np.asarray(b) + self.offsets[key] for b in batches]
 
     def set_epoch(self, epoch):
         super().set_epoch(epoch)
+        self.epoch = epoch
         for dataset in self.datasets.values():
             dataset.set_epoch(epoch)
 
@@ -152,3 +172,20 @@ class VecoZipDataset(FairseqDataset):
     @property
     def can_reuse_epoch_itr_across_epochs(self):
         return False  # masks and language resampling change every epoch
+
+
+def _sample_batches(local, batch, count, rng):
+    """``count`` batches of a uniform random subset of ``local`` (its size order kept):
+    a shortest prefix of a random permutation that makes ``count`` batches; a surplus
+    batch (rare: greedy batching can gain two) is dropped at random."""
+    positions = rng.permutation(len(local))
+    low, high = 0, len(local)  # batches of the first `high` positions >= count
+    while high - low > 1:
+        mid = (low + high) // 2
+        if len(batch(local[np.sort(positions[:mid])])) >= count:
+            high = mid
+        else:
+            low = mid
+    batches = batch(local[np.sort(positions[:high])])
+    keep = np.sort(rng.choice(len(batches), count, replace=False))
+    return [batches[i] for i in keep]

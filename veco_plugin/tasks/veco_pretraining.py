@@ -373,6 +373,7 @@ class VecoPretrainingTask(FairseqTask):
             parts,
             own_tokens={"mono": self.cfg.mono_max_tokens, "bi": self.cfg.bi_max_tokens},
             own_pairs={"mono": self.cfg.mono_batch_size, "bi": self.cfg.bi_batch_size},
+            seed=self.cfg.seed,
         )
         self.datasets[split].set_epoch(epoch)
 
