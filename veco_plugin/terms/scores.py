@@ -25,10 +25,20 @@ def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Any]:
     return summed(*token_scores(logits, target))
 
 
-def targets_at(target: Tensor, pad: int) -> Tuple[Tensor, Tensor]:
-    """Masked positions (bool, same shape) and their gold tokens (M,)."""
+def selected(values: Tensor, select: Tensor, count: int) -> Tensor:
+    """``values[select]`` (count,) in row-major order, without a host sync: boolean
+    indexing waits for the device to learn the result's size, while ``count`` (the
+    number of True in ``select``, e.g. the rows of logits computed at those positions)
+    is known on the host. A stable sort puts the selected positions first, in order."""
+    order = torch.sort(select.flatten().logical_not().to(torch.uint8), stable=True).indices
+    return values.flatten()[order[:count]]
+
+
+def targets_at(target: Tensor, pad: int, count: int) -> Tuple[Tensor, Tensor]:
+    """Masked positions (bool, same shape) and their ``count`` gold tokens (M,),
+    row-major, as the LM head orders its logits (see ``selected``)."""
     masked = target.ne(pad)
-    return masked, target[masked]
+    return masked, selected(target, masked, count)
 
 
 def logged_total(logging_outputs: List[Dict], key: str) -> float:

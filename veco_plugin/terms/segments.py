@@ -49,17 +49,18 @@ class SegmentTerms(VecoTerm):
             }
 
     def add(self, kind, batch, outputs, terms):
-        masked, gold = targets_at(batch["pair_target"], self.pad)
         if f"{kind}_mlm" in outputs:
-            terms[f"{kind}_mlm"] = dict(
-                masked_cross_entropy(outputs[f"{kind}_mlm"]["logits"], gold), key=f"{kind}_mlm"
-            )
+            logits = outputs[f"{kind}_mlm"]["logits"]
+            _, gold = targets_at(batch["pair_target"], self.pad, logits.size(0))
+            terms[f"{kind}_mlm"] = dict(masked_cross_entropy(logits, gold), key=f"{kind}_mlm")
         if f"{kind}_streams" not in outputs:
             return
+        streams = outputs[f"{kind}_streams"]
+        count = streams["s_logits" if "s_logits" in streams else "h_logits"].size(0)
+        masked, gold = targets_at(batch["pair_target"], self.pad, count)
         # logits (M, V) follow the masked positions row by row: x's come first
         n_x = masked[: masked.size(0) // 2].sum()
         is_x = torch.arange(gold.numel(), device=gold.device) < n_x
-        streams = outputs[f"{kind}_streams"]
         for stream, logits in (("mlm", "h_logits"), ("ca", "s_logits")):
             if logits in streams:
                 loss, correct = token_scores(streams[logits], gold)

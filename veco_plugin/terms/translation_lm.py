@@ -47,7 +47,6 @@ class TranslationTerm(VecoTerm):
 
     def add(self, kind, batch, outputs, terms):
         if kind == "bi" and self.on("bi_tlm"):
-            _, gold = targets_at(batch["concat_target"], self.pad)
-            terms["bi_tlm"] = dict(
-                masked_cross_entropy(outputs["bi_tlm"]["logits"], gold), key="bi_tlm"
-            )
+            logits = outputs["bi_tlm"]["logits"]
+            _, gold = targets_at(batch["concat_target"], self.pad, logits.size(0))
+            terms["bi_tlm"] = dict(masked_cross_entropy(logits, gold), key="bi_tlm")

@@ -16,7 +16,7 @@ import torch
 from ..errors import VecoUserError
 from ..modules.pointer_network import split_pair
 from .base import VecoTerm
-from .scores import masked_cross_entropy
+from .scores import masked_cross_entropy, selected
 from .translation_lm import concat_request
 
 MISSING_LINKS = (
@@ -59,6 +59,8 @@ class WordExchangeTerm(VecoTerm):
         select_x, select_y = self._selection(batch)
         width = select_x.size(1)
         x_gold, y_gold = split_pair(batch["concat_target"], batch["first_lengths"], width)
-        gold = torch.cat([x_gold[select_x], y_gold[select_y]])  # (M',) x's rows first
         logits = outputs["bi_tlm"]["exchange_logits"]  # (M', V)
+        gold = selected(  # (M',) x's rows first
+            torch.stack([x_gold, y_gold]), torch.stack([select_x, select_y]), logits.size(0)
+        )
         terms["bi_cp"] = dict(masked_cross_entropy(logits, gold), key="bi_cp")

@@ -1,0 +1,209 @@
+"""No host synchronisation in the plugin's training step.
+
+On CPU, during one step (forward and backward) of each objective:
+
+* every call of ``Tensor.item``, ``.cpu``, ``.tolist``, ``.numpy``, ``bool()``,
+  ``int()``, ``float()`` made directly by ``veco_plugin`` code is recorded: none;
+* every op whose result size depends on the data (``nonzero``, ``masked_select``,
+  boolean-mask indexing, ``item``), which must wait for the device on CUDA, is
+  recorded with the innermost ``veco_plugin``/fairseq line that issued it: none from
+  ``veco_plugin``. fairseq's RoBERTa LM head indexes the masked positions with a
+  boolean mask (one wait per LM head call, as in fairseq's own ``masked_lm``).
+
+With CUDA, the step also runs under ``torch.cuda.set_sync_debug_mode``: no
+synchronizing CUDA operation may be issued from a ``veco_plugin`` source line.
+"""
+
+import os
+import sys
+import traceback
+import warnings
+from collections import Counter
+
+import pytest
+import torch
+from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from tests.helpers.toy import ToyTask, build, diagonal_links, pair_batch, toy_dictionary
+from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+from veco_plugin.objectives import WORD_ALIGNMENTS, build_criterion, objective
+
+PLUGIN = os.path.join("veco_plugin", "")
+SYNCING = ("item", "cpu", "tolist", "numpy", "__bool__", "__int__", "__float__")
+CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam")
+aten = torch.ops.aten
+DATA_DEPENDENT = (
+    aten.nonzero.default,
+    aten.masked_select.default,
+    aten._local_scalar_dense.default,
+    aten.is_nonzero.default,
+)
+
+
+def step(name, tmp_path, device="cpu"):
+    """A function running one training step (forward + backward) of ``name``."""
+    d = toy_dictionary()
+    pieces = [((5,), (6,)), ((7,), (8, 9)), ((10, 11), (12,))]
+    words = [(f"s{i}", f"t{i}") for i in range(len(pieces))]
+    for split in ("train", "heldout"):
+        save_resolved(
+            ResolvedDictionary.from_pieces(words, pieces, d.pad()), f"{tmp_path}/{split}.txt"
+        )
+    settings = objective(name).criterion_settings(word_list=str(tmp_path))
+    if "save_dir" in CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__:
+        settings["save_dir"] = str(tmp_path / "ck")
+    criterion = build_criterion(name, ToyTask(d), **settings)
+    model = build("veco_tiny", d, dropout=0.1, attention_dropout=0.1)
+    criterion.extend_model(model)
+    model.to(device).train()
+    sample = {"mono": pair_batch(d, seed=0), "bi": pair_batch(d, seed=1)}
+    if WORD_ALIGNMENTS in objective(name).needs:
+        sample["bi"]["links"] = diagonal_links(sample["bi"])
+    sample = {k: {f: v.to(device) if torch.is_tensor(v) else v for f, v in b.items()}
+              for k, b in sample.items()}  # fmt: skip
+
+    def run():
+        loss, _, _ = criterion(model, sample)
+        loss.backward()
+
+    return run
+
+
+class SyncRecorder:
+    """Patches ``SYNCING`` on ``torch.Tensor`` to count the plugin lines calling them."""
+
+    def __init__(self):
+        self.calls = Counter()
+        self.saved = {}
+
+    def __enter__(self):
+        for name in SYNCING:
+            original = getattr(torch.Tensor, name)
+            self.saved[name] = original
+            setattr(torch.Tensor, name, self._recording(name, original))
+        return self
+
+    def __exit__(self, *exc):
+        for name, original in self.saved.items():
+            setattr(torch.Tensor, name, original)
+
+    def _recording(self, name, original):
+        calls = self.calls
+
+        def recorded(tensor, *args, **kwargs):
+            caller = sys._getframe(1)
+            if PLUGIN in caller.f_code.co_filename:
+                calls[f"{caller.f_code.co_filename}:{caller.f_lineno} {name}"] += 1
+            return original(tensor, *args, **kwargs)
+
+        return recorded
+
+
+def test_the_recorder_sees_plugin_calls():
+    with SyncRecorder() as recorder:
+        from veco_plugin.terms.scores import logged_total
+
+        logged_total([{"n": torch.tensor(2)}], "n")  # a logging-time .item()
+        bool(torch.tensor(True))  # this file is not plugin code
+    assert [k.rsplit(" ", 1)[1] for k in recorder.calls] == ["item"]
+
+
+class DataDependentOps(TorchDispatchMode):
+    """Counts ops whose output size (or value on the host) needs the device's result,
+    by the innermost ``veco_plugin``/fairseq source line that issued them."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        boolean_index = func is aten.index.Tensor and any(
+            i is not None and i.dtype == torch.bool for i in args[1]
+        )
+        if func in DATA_DEPENDENT or boolean_index:
+            frames = [
+                f
+                for f in traceback.extract_stack()
+                if PLUGIN in f.filename or "fairseq" in f.filename
+            ]
+            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+            self.calls[where] += 1
+        return func(*args, **(kwargs or {}))
+
+    def plugin_calls(self):
+        return {k: n for k, n in self.calls.items() if PLUGIN in k}
+
+
+def test_the_dispatch_guard_sees_boolean_indexing():
+    from veco_plugin.modules.pointer_network import split_pair
+
+    values = torch.arange(6).view(1, 6)
+    with DataDependentOps() as ops:
+        split_pair(values, torch.tensor([3]), 3)  # gather: no data-dependent size
+        values[values > 2]
+    assert list(ops.calls.values()) == [1] and not ops.plugin_calls()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *CRITERIA[:-1],
+        pytest.param(
+            "weam",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="VecoModel._exchange (models/veco.py) selects the exchanged "
+                "positions with boolean masks",
+            ),
+        ),
+    ],
+)
+def test_no_data_dependent_op_from_plugin_code(name, tmp_path):
+    run = step(name, tmp_path)
+    run()
+    with DataDependentOps() as ops:
+        run()
+    assert ops.calls, "the LM head's boolean indexing (fairseq) is seen"
+    assert not ops.plugin_calls(), ops.plugin_calls()
+
+
+@pytest.mark.parametrize("name", CRITERIA)
+def test_no_host_sync_in_the_plugin_step(name, tmp_path):
+    run = step(name, tmp_path)
+    run()  # first step: lazy set-up (layer resolution, word lists) is not the step
+    with SyncRecorder() as recorder:
+        run()
+    assert not recorder.calls, dict(recorder.calls)
+
+
+def innermost(frames) -> str:
+    """The innermost ``veco_plugin``/fairseq line of a stack (``traceback`` frames)."""
+    ours = [f for f in frames if PLUGIN in f.filename or "fairseq" in f.filename]
+    return f"{ours[-1].filename}:{ours[-1].lineno}" if ours else "?"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", CRITERIA)
+def test_no_synchronizing_cuda_op_from_plugin_code(name, tmp_path):
+    """``set_sync_debug_mode("warn")`` (not "error": fairseq's LM head syncs once per
+    call, see the module docstring), each warning attributed to the innermost
+    plugin/fairseq line on the stack."""
+    run = step(name, tmp_path, device="cuda")
+    run()
+    torch.cuda.synchronize()
+    sites = Counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+
+        def record(message, *args, **kwargs):
+            if "synchronizing" in str(message):  # "called a synchronizing CUDA operation"
+                sites.update([innermost(traceback.extract_stack())])
+
+        warnings.showwarning = record
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            run()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert not {k: n for k, n in sites.items() if PLUGIN in k}, sites
