@@ -315,3 +315,11 @@ def test_out_made_by_another_tool_is_refused(text, tmp_path, capsys):
     (tmp_path / "d/shard0/mono").mkdir(parents=True)
     line = _error(capsys, ["--text", t, "--out", tmp_path / "d", *FLAGS])
     assert f"--out {tmp_path}/d holds shard0 but no prepare.json" in line
+
+
+def test_cut_short_archive_is_one_line(text, tmp_path, capsys):
+    t = _small_text(text, tmp_path / "t")
+    path = t / "mono/de/gettext.txt.xz"
+    path.write_bytes(path.read_bytes()[:-100])
+    line = _error(capsys, ["--text", t, "--out", tmp_path / "d", *FLAGS])
+    assert f"{path}: cannot be read to the end (" in line

@@ -35,14 +35,26 @@ def open_text(path: str) -> BinaryIO:
     return open_bytes(path)
 
 
+def _raw_lines(path: str) -> Iterator[bytes]:
+    """The lines of ``path``; a damaged ``.gz``/``.xz`` is an error naming it."""
+    with open_text(path) as f:
+        try:
+            yield from f
+        except (EOFError, OSError, lzma.LZMAError) as exc:
+            raise VecoUserError(
+                f"{path}: cannot be read to the end ({exc or type(exc).__name__}); "
+                "compress it again, or remove it"
+            ) from None
+
+
 def lines(path: str) -> Iterator[str]:
     """The normalized lines of ``path``; the first that is not UTF-8 is an error."""
-    with open_text(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                yield normalize(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise VecoUserError(BadLine(path, lineno, exc).message(FIX)) from None
+    for lineno, raw in enumerate(_raw_lines(path), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise VecoUserError(BadLine(path, lineno, exc).message(FIX)) from None
+        yield normalize(text)
 
 
 def _pair_lines(src: str, tgt: str) -> Iterator[Tuple[str, str]]:
