@@ -135,27 +135,43 @@ def test_rerun_skips_and_rewrites_nothing(prepared):
     assert proc.stderr.count("complete, skipped") == 2
 
 
-def test_killed_shard_leaves_no_half_shard(prepared, tmp_path):
+def _children(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(x) for x in f.read().split()]
+
+
+def test_killed_worker_leaves_no_half_shard(prepared, tmp_path):
+    """SIGKILL a worker building a shard: one line; no shard half-written; the same
+    command again builds the missing shards, identical to an uninterrupted run."""
     text, data, _ = prepared
     out = tmp_path / "data"
     out.mkdir()
     for name in ("prepare.json", "spm.model", "dict.txt"):
         shutil.copyfile(os.path.join(data, name), out / name)
-    shutil.copytree(os.path.join(data, "shard0"), out / "shard0")
     command = [
         os.path.join(BIN, "veco-prepare-pretraining"),
-        *map(str, flags(text, out, "--shard", "1")),
+        *map(str, flags(text, out, "--workers", "2")),
     ]
-    proc = subprocess.Popen(
-        command, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    partial = out / ".shard1.partial"
-    while not partial.exists() and proc.poll() is None:
+    proc = subprocess.Popen(command, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (out / ".shard1.partial").exists() and proc.poll() is None:
         time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait() == -signal.SIGKILL
-    assert not (out / "shard1").exists()
-    run("veco-prepare-pretraining", flags(text, out, "--shard", "1"))
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    os.kill(workers[-1], signal.SIGKILL)
+    _, stderr = proc.communicate()
+    assert proc.returncode == 1 and b"Traceback" not in stderr
+    assert (
+        stderr.decode()
+        .splitlines()[-1]
+        .startswith(
+            "veco-prepare-pretraining: error: a shard worker died (killed, or out of memory)"
+        )
+    )
+    for k in (0, 1):  # a shard is there complete (its worker finished first), or not at all
+        if (out / f"shard{k}").exists():
+            compared = filecmp.dircmp(os.path.join(data, f"shard{k}"), out / f"shard{k}")
+            assert not compared.diff_files and not compared.left_only
+    run("veco-prepare-pretraining", flags(text, out))
     assert sorted(os.listdir(out)) == [
         ".prepare.lock",
         "dict.txt",
@@ -164,8 +180,9 @@ def test_killed_shard_leaves_no_half_shard(prepared, tmp_path):
         "shard1",
         "spm.model",
     ]
-    compared = filecmp.dircmp(os.path.join(data, "shard1"), out / "shard1")
-    assert not compared.diff_files and not compared.left_only and not compared.right_only
+    for k in (0, 1):
+        compared = filecmp.dircmp(os.path.join(data, f"shard{k}"), out / f"shard{k}")
+        assert not compared.diff_files and not compared.left_only and not compared.right_only
 
 
 def test_bad_input_ends_in_one_line(prepared, tmp_path):
