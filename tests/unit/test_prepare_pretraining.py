@@ -323,3 +323,50 @@ def test_cut_short_archive_is_one_line(text, tmp_path, capsys):
     path.write_bytes(path.read_bytes()[:-100])
     line = _error(capsys, ["--text", t, "--out", tmp_path / "d", *FLAGS])
     assert f"{path}: cannot be read to the end (" in line
+
+
+def test_given_model_and_dictionary_in_another_order(data, text, tmp_path):
+    """--spm-model M --dict D (XLM-R's pair: D is not in M's id order): the ids are
+    still those fairseq-preprocess --srcdict D gives the pieces."""
+    with open(os.path.join(data, "dict.txt"), encoding="utf-8") as f:
+        entries = f.read().splitlines()
+    reordered = tmp_path / "dict.txt"
+    reordered.write_text("\n".join(entries[1::2] + entries[::2]) + "\n", encoding="utf-8")
+    out = str(tmp_path / "data")
+    model = os.path.join(data, "spm.model")
+    pipeline.prepare(settings(text, spm_model=model, dict=str(reordered)), out, shard=1)
+    assert sorted(os.listdir(out)) == [
+        ".prepare.lock",
+        "dict.txt",
+        "prepare.json",
+        "shard1",
+        "spm.model",
+    ]
+    assert filecmp.cmp(out + "/dict.txt", reordered, shallow=False)
+    plan = Plan.load(os.path.join(out, "prepare.json"))
+    es = {c.where: c for c in plan.corpora}["bi/en-es"]
+    start, stop = es.train_range(1, 3, 50)
+    _encoded(data, es, start, stop, 1, tmp_path / "train.es")
+    _encoded(data, es, start, stop, 0, tmp_path / "train.en")
+    _fairseq_preprocess(
+        [
+            "-s",
+            "en",
+            "-t",
+            "es",
+            "--srcdict",
+            str(reordered),
+            "--tgtdict",
+            str(reordered),
+            "--trainpref",
+            str(tmp_path / "train"),
+            "--destdir",
+            str(tmp_path / "bi"),
+        ]
+    )
+    for lang in ("en", "es"):
+        for ext in (".bin", ".idx"):
+            name = f"train.en-es.{lang}{ext}"
+            assert filecmp.cmp(
+                tmp_path / "bi" / name, f"{out}/shard1/bi/en-es/{name}", shallow=False
+            )
