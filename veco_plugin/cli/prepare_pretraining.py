@@ -35,10 +35,11 @@ def get_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Prepare a sharded veco_pretraining DATA (joint sentencepiece model, "
         "dict.txt, binarized mono/ and bi/ per shard) from a folder of text.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--text", required=True, help="TEXT/mono/<lang>/*.txt, TEXT/bi/<src>-<tgt>/")
     p.add_argument("--out", required=True, help="DATA: shard0 ... shard<N-1> go here")
-    p.add_argument("--shards", type=_positive, default=1, help="number of shards (default 1)")
+    p.add_argument("--shards", type=_positive, default=1, help="number of shards")
     p.add_argument(
         "--shard", type=int, help="build only this shard (0-based; e.g. $SLURM_ARRAY_TASK_ID)"
     )
