@@ -1,4 +1,26 @@
-"""fairseq-train --criterion dwa (XLM-Align) on real text, from a cold start."""
+"""fairseq-train --criterion dwa (XLM-Align) on real text, from a cold start.
+
+What "DWA learns" measures: the pointer network's loss and accuracy on the *validation*
+pairs after 120 updates, against the same model validated before learning (the same cold
+start and the same seed, so the same random pointer, one update at lr 1e-12). Both runs
+see the same fixed pairs, so the gap is learning alone.
+
+The check it replaces compared the first and the last ``train_inner`` record (updates
+1-25 against 76-100): different batches, and the pointer's loss depends on the batch (a
+pointer over a longer target has a higher loss). Over the same 120 batches a frozen
+pointer "fell" about 0.12 nat by itself, and across cold-start/dwa seeds 1-5 the trained
+fall was about -0.04 to 0.80 (threshold 0.4) and the accuracy ratio 1.5 to 2.8 (threshold
+1.5), read from 5-update records.
+
+The 0.396 that failed ``make test`` "on a busy machine" is what seed 1 gives on every run
+here: the runs are deterministic (the runner pins OMP_NUM_THREADS=1; seed 1 gave the same
+losses to the last digit at load 0.3 and at load 9.5 on 2 cores, and with the corpus,
+sentencepiece model and dictionary rebuilt); load and the number of xdist workers change
+nothing (the thread count does: 2 threads change the floats). What moves the number is the
+seed, the corpus (built from the machine's gettext catalogs) and any change to the code.
+
+Measured over seeds: see ``LOSS_GAIN`` and ``ACC_GAIN``.
+"""
 
 import pytest
 import torch
@@ -7,6 +29,14 @@ from tests.helpers.runner import RESET, json_logs, pretrain_args, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
 WARNING = "starts from RANDOM weights"
+
+# Seeds 1-8 (cold start and dwa), valid after 120 updates against untrained:
+#   bi_dwa_loss falls 0.177 0.188 0.290 0.273 0.170 0.384 0.286 0.254 nat (mean 0.25, sd 0.07)
+#   bi_dwa_acc gains  10.9  7.6  10.1  9.9  9.2  13.3  9.8  3.4 points (trained 17.4-22.9;
+#   untrained 9.1-11.1, but 18.5 for seed 8: a random pointer can point well by chance)
+# the thresholds are about half the smallest gain measured
+LOSS_GAIN = 0.08
+ACC_GAIN = 1.5
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +47,19 @@ def dwa_run(pretrain_data, cold_start, tmp_path_factory):
     return save, run("fairseq-train", args)
 
 
-def test_dwa_learns_from_a_cold_start(dwa_run):
+@pytest.fixture(scope="module")
+def untrained(pretrain_data, cold_start, tmp_path_factory):
+    """The validation record of ``dwa_run``'s start: the same restore and seed (so the
+    same random pointer), validated after one update at lr 1e-12."""
+    save = tmp_path_factory.mktemp("dwa0")
+    args = pretrain_args(
+        pretrain_data, save, "dwa", 1, "--restore-file", cold_start, *RESET, "--no-save"
+    )
+    args[args.index("--lr") + 1] = "1e-12"
+    return json_logs(run("fairseq-train", args).stdout, "valid")[-1]
+
+
+def test_dwa_learns_from_a_cold_start(dwa_run, untrained):
     save, proc = dwa_run
     assert WARNING not in proc.stdout + proc.stderr
     assert "the pointer network starts random" in proc.stdout + proc.stderr
@@ -26,13 +68,13 @@ def test_dwa_learns_from_a_cold_start(dwa_run):
     for term in ("mono_mlm", "bi_tlm", "bi_dwa"):
         assert f"{term}_loss" in first and f"{term}_acc" in first, term
     # the pointer network starts random: DWA must learn to point at the labels
-    assert last["bi_dwa_loss"] < first["bi_dwa_loss"] - 0.4, records
-    assert last["bi_dwa_acc"] > 1.5 * first["bi_dwa_acc"], records
+    valid = json_logs(proc.stdout, "valid")[-1]
+    assert valid["num_updates"] == 120 and untrained["num_updates"] == 1
+    assert valid["bi_dwa_acc"] > untrained["bi_dwa_acc"] + ACC_GAIN, (valid, untrained)
+    assert valid["bi_dwa_loss"] < untrained["bi_dwa_loss"] - LOSS_GAIN, (valid, untrained)
     # labels exist and are a minority of the masked tokens (high precision filtering)
     assert 1.0 < last["dwa_label_share"] < 100.0, records
     assert last["dwa_links_per_pair"] > 1.0, records
-    valid = json_logs(proc.stdout, "valid")
-    assert valid and "bi_dwa_loss" in valid[-1]
     state = load_trusted(save / "checkpoint_last.pt")
     assert {"pointer.q_proj.weight", "pointer.k_proj.weight"} <= set(state["model"])
 
