@@ -38,3 +38,15 @@ def test_no_batch_size_is_one_line_naming_the_flags(pretrain_data, tmp_path):
     assert last.startswith("fairseq-train: error: no batch size: pass --max-tokens N"), last
     assert "--batch-size N" in last
     assert not (tmp_path / "ck").exists()  # refused before fairseq made the save dir
+
+
+def test_batch_size_zero_is_one_line(pretrain_data, tmp_path):
+    """Was a hang: fairseq's assertion lets 0 through to batching."""
+    args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, "--batch-size", "0")
+    proc = run("fairseq-train", args, check=False, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert (
+        last
+        == "fairseq-train: error: --batch-size 0: pass a positive number of sentences per batch"
+    )

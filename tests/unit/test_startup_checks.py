@@ -67,6 +67,24 @@ def test_batch_size_check():
         check_train_config(_cfg("--max-tokens"))
 
 
+@pytest.mark.parametrize(
+    "flags, line",
+    [
+        (("--batch-size", "0"), "--batch-size 0: pass a positive number of sentences"),
+        (("--max-tokens", "-5"), "--max-tokens -5: pass a positive number of tokens"),
+        (("--max-tokens-valid", "0"), "--max-tokens-valid 0: pass a positive number of tokens"),
+        (("--batch-size", "8", "--batch-size-valid", "0"), "--batch-size-valid 0: pass a "),
+    ],
+)
+def test_batch_sizes_below_one(flags, line):
+    args = pretrain_args("DATA", "SAVE", "ca_mlm", 2)
+    i = args.index("--max-tokens")
+    args = args[:i] + args[i + 2 :] + ["--max-tokens", "2000"] + list(flags)
+    with pytest.raises(VecoUserError) as refused:
+        check_train_config(train_cfg(args))
+    assert str(refused.value).startswith(line)
+
+
 def test_other_assertions_through_call_main_keep_their_traceback():
     script = textwrap.dedent("""
         import veco_plugin
