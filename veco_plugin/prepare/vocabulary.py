@@ -111,6 +111,8 @@ def train(plan: Plan, data: str, mapper: Mapper, threads: int) -> None:
         _copy_dictionary(s.dict, dictionary)
     else:
         subwords.write_dictionary(model, dictionary)
+    with open(dictionary, encoding="utf-8") as f:
+        logger.info(f"{model}, {dictionary} ({sum(1 for _ in f)} types) written")
 
 
 def _copy_dictionary(src: str, dst: str) -> None:
