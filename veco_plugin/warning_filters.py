@@ -1,6 +1,6 @@
-"""Silence two torch deprecation warnings that fairseq's own calls raise on every run.
+"""Silence the warnings that fairseq's own calls raise on every run.
 
-Neither is the user's to act on, and the plugin makes neither call:
+None is the user's to act on, and the plugin makes none of these calls:
 
 * ``FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated`` -- raised (even on
   the CPU) by ``with torch.cuda.amp.autocast(...)`` in fairseq's
@@ -10,15 +10,24 @@ Neither is the user's to act on, and the plugin makes neither call:
   raised by ``torch.nn.functional.multi_head_attention_forward`` (attributed to
   ``torch.nn.functional``) when fairseq's ``MultiheadAttention`` passes a decoder's float
   future mask (``TransformerDecoder.buffered_future_mask``) with its boolean padding mask.
+* six hydra deprecations (``hydra.experimental.initialize()``/``compose()`` are no longer
+  experimental, no ``version_base``, the ``# @package _group_`` header, schema matching,
+  the ``strict`` flag) -- fairseq's ``convert_namespace_to_omegaconf`` and its config
+  files use hydra 1.0's API; each attributed to the hydra module that raises it (the
+  schema one to ``sys``: hydra's stack level points above the stack).
+* ``UserWarning: 'pin_memory' argument is set as true but no accelerator is found`` --
+  fairseq's ``EpochBatchIterator`` always asks for pinned memory; attributed to
+  ``torch.utils.data.dataloader``.
 
 Each filter matches the message *and* the module the warning is attributed to, so any
-other warning from those modules, and the same deprecation raised by other code (the
-plugin's own, for one), still shows.
+other warning from those modules, and the same warning raised by other code (the plugin's
+own, for one), still shows.
 """
 
 import warnings
 
-# (message regex, category, module regex), matched as Python's warning filters match
+# (message regex, category, module regex), matched as Python's warning filters match:
+# the message from its start, case-insensitively
 _FAIRSEQ_CALLS = (
     (
         r"`torch\.cuda\.amp\.autocast\(args\.\.\.\)` is deprecated",
@@ -29,6 +38,41 @@ _FAIRSEQ_CALLS = (
         r"Support for mismatched key_padding_mask and attn_mask is deprecated",
         UserWarning,
         r"torch\.nn\.functional\Z",
+    ),
+    (
+        r"hydra\.experimental\.initialize\(\) is no longer experimental",
+        UserWarning,
+        r"hydra\.experimental\.initialize\Z",
+    ),
+    (
+        r"\s*The version_base parameter is not specified",
+        UserWarning,
+        r"hydra\.experimental\.initialize\Z",
+    ),
+    (
+        r"hydra\.experimental\.compose\(\) is no longer experimental",
+        UserWarning,
+        r"hydra\.experimental\.compose\Z",
+    ),
+    (
+        r"In '[^']*': Usage of deprecated keyword in package header '# @package _group_'",
+        UserWarning,
+        r"hydra\.core\.default_element\Z",
+    ),
+    (
+        r"\s*'config' is validated against ConfigStore schema with the same name",
+        UserWarning,
+        r"sys\Z",
+    ),
+    (
+        r"\s*The strict flag in the compose API is deprecated",
+        UserWarning,
+        r"hydra\.compose\Z",
+    ),
+    (
+        r"'pin_memory' argument is set as true but no accelerator is found",
+        UserWarning,
+        r"torch\.utils\.data\.dataloader\Z",
     ),
 )
 

@@ -14,33 +14,50 @@ from veco_plugin import warning_filters
 from veco_plugin.errors import VecoUserError
 from veco_plugin.train_flags import check_train_config
 
-AUTOCAST = "`torch.cuda.amp.autocast(args...)` is deprecated. Please use ..."
-MASKS = "Support for mismatched key_padding_mask and attn_mask is deprecated. Use ..."
+# the messages as torch, hydra and fairseq's data loader raise them, with their modules
+REAL = [
+    ("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+     "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
+     "fairseq.tasks.fairseq_task"),
+    ("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type "
+     "for both instead.", UserWarning, "torch.nn.functional"),
+    ("hydra.experimental.initialize() is no longer experimental. Use hydra.initialize()",
+     UserWarning, "hydra.experimental.initialize"),
+    ("\nThe version_base parameter is not specified.\nPlease specify a compatability "
+     "version level, or None.\nWill assume defaults for version 1.1", UserWarning,
+     "hydra.experimental.initialize"),
+    ("hydra.experimental.compose() is no longer experimental. Use hydra.compose()",
+     UserWarning, "hydra.experimental.compose"),
+    ("In 'config': Usage of deprecated keyword in package header '# @package _group_'.\n"
+     "See https://hydra.cc/docs/1.2/upgrades/1.0_to_1.1/changes_to_package_header for "
+     "more information", UserWarning, "hydra.core.default_element"),
+    ("\n'config' is validated against ConfigStore schema with the same name.\nThis "
+     "behavior is deprecated in Hydra 1.1 and will be removed in Hydra 1.2.", UserWarning,
+     "sys"),
+    ("\nThe strict flag in the compose API is deprecated.\n", UserWarning, "hydra.compose"),
+    ("'pin_memory' argument is set as true but no accelerator is found, then device "
+     "pinned memory won't be used.", UserWarning, "torch.utils.data.dataloader"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "message, category, module, shown",
-    [
-        (AUTOCAST, FutureWarning, "fairseq.tasks.fairseq_task", False),
-        (MASKS, UserWarning, "torch.nn.functional", False),
-        # other warnings from the same modules
-        ("`torch.cuda.amp.custom_fwd(args...)` is deprecated.", FutureWarning,
-         "fairseq.tasks.fairseq_task", True),
-        ("Implicit dimension choice for softmax has been deprecated.", UserWarning,
-         "torch.nn.functional", True),
-        # the same deprecations from other modules
-        (AUTOCAST, FutureWarning, "veco_plugin.tasks.veco_pretraining", True),
-        (AUTOCAST, FutureWarning, "fairseq.tasks.fairseq_task_extra", True),
-        (MASKS, UserWarning, "torch.nn.modules.activation", True),
-    ],
-)  # fmt: skip
-def test_filters_match_message_and_module(message, category, module, shown):
+def _shown(message, category, module) -> bool:
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         warning_filters.install()
         warning_filters.install()  # idempotent
         warnings.warn_explicit(message, category, "f.py", 1, module=module, registry={})
-    assert [str(w.message) for w in seen] == ([message] if shown else [])
+    return [str(w.message) for w in seen] == [message]
+
+
+@pytest.mark.parametrize("message, category, module", REAL)
+def test_each_filter_matches_its_message_from_its_module_only(message, category, module):
+    assert not _shown(message, category, module)
+    # the same warning raised elsewhere (the plugin's own code, a sibling module)
+    assert _shown(message, category, "veco_plugin.tasks.veco_pretraining")
+    assert _shown(message, category, module + "_extra")
+    # another warning from the same module
+    assert _shown("Another deprecation.", category, module)
+    assert _shown(message, DeprecationWarning, module)
 
 
 def test_the_plugins_own_autocast_call_still_warns():
