@@ -116,6 +116,8 @@ def _tlm(m: ModelSize, b: SubBatch) -> int:
 def step_flops(objective: str, m: ModelSize, batch: Mapping[str, SubBatch]) -> Dict[str, int]:
     """``{"forward", "backward", "total"}`` FLOPs of one step of ``objective`` (one of
     ``OBJECTIVES``, the benchmark's variant names) on ``batch`` {"mono", "bi"}."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"no FLOP model for {objective!r}: one of {', '.join(OBJECTIVES)}")
     fwd = bwd_only = 0  # bwd_only: backward FLOPs beyond 2x the forward (negative: saved)
     nograd = 0  # forward FLOPs without backward
     for kind, b in batch.items():

@@ -25,6 +25,11 @@ rounds (so machine noise hits all alike); each figure is the median over rounds.
 * NMT: ``veco_transformer`` vs fairseq ``transformer`` of the same shape: training
   tokens/second and beam-search (beam 5) sentences/second.
 
+Beside each time ratio: the FLOP ratio of the same steps (``benchmarks/flops.py``, the
+ratio the step would have at a constant FLOP rate), and on CPU the time ratio in this
+process's CPU time (``cpu ratio``: steadier than wall time on a shared machine), on CUDA
+the MFU (fp32 dense peak of the device, ``flops.PEAK_FLOPS``).
+
 Peak memory: on CUDA ``torch.cuda.max_memory_allocated``; on CPU (no allocator
 statistics) the peak of activations saved for backward, counted through
 ``torch.autograd.graph.saved_tensors_hooks`` (distinct storages), plus parameters,
@@ -46,6 +51,7 @@ import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # the shared helpers: tests/helpers
+import flops  # noqa: E402
 from common import encoder_size_flags, write_json  # noqa: E402
 
 PIECES_PER_WORD = (0.6, 0.3, 0.1)  # share of words of 1, 2, 3 pieces
@@ -199,10 +205,14 @@ def measure(update: Callable[[], None], model, device: str) -> Dict[str, float]:
         torch.cuda.synchronize()
         return {"time": time.perf_counter() - start, "mem": torch.cuda.max_memory_allocated()}
     peak = SavedTensorPeak()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with torch.autograd.graph.saved_tensors_hooks(peak.pack, peak.unpack):
         update()
-    return {"time": time.perf_counter() - start, "mem": peak.peak + static_bytes(model)}
+    return {
+        "time": time.perf_counter() - start,
+        "cpu": time.process_time() - cpu,  # this process only: steadier on a shared machine
+        "mem": peak.peak + static_bytes(model),
+    }
 
 
 def run_rounds(variants: Dict[str, Callable[[], Dict]], rounds: int) -> Dict[str, Dict[str, float]]:
@@ -247,6 +257,8 @@ def pretraining(a) -> Dict[str, float]:
         links, tokens = batch["bi"]["links"], batch["bi"]["pair_tokens"]
         pieces = int(tokens[: len(links)].ne(d.pad()).sum()) - 2 * len(links)
         print(f"word alignments: {int(links.sum())} piece links, {pieces} source pieces")
+    size = flops.ModelSize(a.layers, a.dim, a.ffn, len(d))
+    shapes = {kind: flops.sub_batch(b, d.pad()) for kind, b in batch.items()}
     batch = to_device(batch, a.device)
     scratch = tempfile.TemporaryDirectory(prefix="veco-bench-")
     paths = word_list(d, a.dict_entries, scratch.name, rng) if WORD_LIST in needs else {}
@@ -326,15 +338,34 @@ def pretraining(a) -> Dict[str, float]:
         f"device {a.device}"
     )
     tlm = r["tlm"]
-    print(f"{'objective':<22}{'s/update':>10}{'ratio':>8}{'vs tlm':>8}{'peak MB':>10}{'ratio':>8}")
+    step_flops = {name: flops.step_flops(name, size, shapes)["total"] for name in r}
+    # CPU: the same ratio in this process's CPU time; CUDA: model FLOPs utilisation (fp32)
+    device_name = torch.cuda.get_device_name() if a.device.startswith("cuda") else ""
+    for name, m in r.items():
+        m["flop_ratio"] = step_flops[name] / step_flops["masked_lm"]
+        m["extra"] = (
+            m["cpu"] / base["cpu"]
+            if "cpu" in m
+            else flops.mfu(step_flops[name], m["time"], device_name, "fp32")
+        )
+    extra = "cpu ratio" if "cpu" in base else "MFU"
+    print(
+        f"{'objective':<22}{'s/update':>10}{'ratio':>8}{extra:>10}{'FLOPs x':>9}{'vs tlm':>8}"
+        f"{'peak MB':>10}{'ratio':>8}"
+    )
     for name, m in r.items():
         print(
             f"{name:<22}{m['time']:>10.4f}{m['time'] / base['time']:>8.2f}"
-            f"{m['time'] / tlm['time']:>8.2f}"
+            f"{m['extra'] if m['extra'] is not None else float('nan'):>10.3f}"
+            f"{m['flop_ratio']:>9.3f}{m['time'] / tlm['time']:>8.2f}"
             f"{m['mem'] / 2**20:>10.1f}{m['mem'] / base['mem']:>8.2f}"
         )
     saved = 1 - r["ca_mlm"]["time"] / r["ca_mlm_nostopgrad"]["time"]
-    print(f"stop-gradient saves {100 * saved:.1f}% of a CA-MLM update's time")
+    flops_saved = 1 - step_flops["ca_mlm"] / step_flops["ca_mlm_nostopgrad"]
+    print(
+        f"stop-gradient saves {100 * saved:.1f}% of a CA-MLM update's time "
+        f"({100 * flops_saved:.1f}% of its FLOPs)"
+    )
     print(
         f"dwa: {r['dwa']['time'] / r['tlm']['time']:.2f}x a tlm update; self-labelling "
         f"{100 * labelling['selflabel']:.1f}% of it (forward + OT), Sinkhorn + filtering "
@@ -345,10 +376,13 @@ def pretraining(a) -> Dict[str, float]:
         ratios[f"{name}_time_ratio"] = r[name]["time"] / base["time"]
         ratios[f"{name}_mem_ratio"] = r[name]["mem"] / base["mem"]
         ratios[f"{name}_time_ratio_vs_tlm"] = r[name]["time"] / tlm["time"]
+        ratios[f"{name}_flop_ratio"] = r[name]["flop_ratio"]
+        ratios[f"{name}_{'cpu_time_ratio' if 'cpu' in base else 'mfu'}"] = r[name]["extra"]
     scratch.cleanup()
     return {
         **ratios,
         "stopgrad_time_saving": saved,
+        "stopgrad_flop_saving": flops_saved,
         "dwa_tlm_time_ratio": r["dwa"]["time"] / r["tlm"]["time"],
         "dwa_selflabel_share": labelling["selflabel"],
         "sinkhorn_share": labelling["sinkhorn"],
