@@ -1,0 +1,3 @@
+"""Optimizers (registered by import)."""
+
+from . import veco_adamw  # noqa: F401

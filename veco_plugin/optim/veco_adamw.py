@@ -1,0 +1,48 @@
+"""``--optimizer veco_adamw``: fairseq's ``adam`` flags, torch's fused AdamW.
+
+fairseq's ``--optimizer adam`` is fused only with NVIDIA apex (built from source for
+each CUDA); without it, it steps one parameter at a time in Python (``fairseq.optim.adam
+.Adam``: ~10 small kernels per parameter tensor). This optimizer takes the same flags
+(``--adam-betas``, ``--adam-eps``, ``--weight-decay``, ``--lr``) and steps every
+parameter in a few fused kernels (``torch.optim.AdamW(fused=True)``, CUDA or CPU).
+
+The update is fairseq's: Adam with decoupled weight decay (fairseq's ``adam`` is AdamW,
+see its docstring) and bias correction; only where ``eps`` enters differs:
+``sqrt(v) + eps`` (fairseq) against ``sqrt(v / bc2) + eps`` (torch), i.e. torch's
+``eps`` is larger by ``sqrt(1 - beta2^t)``, a difference below ``eps`` itself.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from fairseq.optim import FairseqOptimizer, register_optimizer
+from fairseq.optim.adam import FairseqAdam, FairseqAdamConfig
+
+from ..errors import VecoUserError
+
+
+@dataclass
+class VecoAdamWConfig(FairseqAdamConfig):
+    """fairseq's ``adam`` settings (so ``--optimizer adam`` flags carry over)."""
+
+
+@register_optimizer("veco_adamw", dataclass=VecoAdamWConfig)
+class VecoAdamW(FairseqAdam):
+    """fairseq's ``adam`` (settings, ``optimizer_config``, BMUF averaging) over
+    ``torch.optim.AdamW(fused=True)``."""
+
+    def __init__(self, cfg: VecoAdamWConfig, params):
+        for flag, value in (
+            ("--fp16-adam-stats", cfg.fp16_adam_stats),
+            ("--use-old-adam", cfg.use_old_adam),
+            ("--tpu", cfg.tpu),
+        ):
+            if value:
+                raise VecoUserError(
+                    f"{flag} is a setting of fairseq's own Adam: use --optimizer adam with it"
+                )
+        FairseqOptimizer.__init__(self, cfg)  # FairseqAdam's would pick its own Adam
+        self._optimizer = torch.optim.AdamW(params, **self.optimizer_config, fused=True)
+
+
+__all__ = ["VecoAdamW", "VecoAdamWConfig"]
