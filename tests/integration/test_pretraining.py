@@ -9,7 +9,15 @@ CA_MLM_TERMS = [f"{k}_{s}_{t}" for k in ("mono", "bi") for s in "xy" for t in ("
 ]
 
 
-def _assert_every_term_learns(records, terms, min_drop_bits):
+# The first train_inner record (updates 1-25) against the last, per term. The smallest drop
+# over the terms, seeds 1-4 (deterministic per seed: the runner pins one thread):
+#   ca_mlm, 200 updates: 1.703 1.723 1.688 1.647 bits;  tlm, 150 updates: 1.744 1.701 1.674
+#   1.673 bits. Every term's accuracy rose by 1.5 points or more.
+# The threshold leaves 0.45 bits below the smallest (the seeds spread by 0.1).
+MIN_DROP_BITS = 1.2
+
+
+def _assert_every_term_learns(records, terms, min_drop_bits=MIN_DROP_BITS):
     first, last = records[0], records[-1]
     for term in terms:
         assert f"{term}_loss" in first, f"{term} not logged"
@@ -23,7 +31,7 @@ def test_ca_mlm_learns_saves_and_resumes(pretrain_data, tmp_path):
     out = run("fairseq-train", pretrain_args(pretrain_data, save, "ca_mlm", 200)).stdout
     records = json_logs(out)
     assert len(records) >= 7
-    _assert_every_term_learns(records, CA_MLM_TERMS, min_drop_bits=1.5)
+    _assert_every_term_learns(records, CA_MLM_TERMS)
     assert json_logs(out, "valid"), "validation did not run"
     assert (save / "checkpoint_last.pt").exists() and not list(save.glob("*.tmp"))
 
@@ -38,7 +46,7 @@ def test_tlm_learns_with_data_loader_workers_and_tensorboard(pretrain_data, tmp_
     args[args.index("--num-workers") + 1] = "2"
     proc = run("fairseq-train", args)
     records = json_logs(proc.stdout)
-    _assert_every_term_learns(records, ["mono_mlm", "bi_tlm"], min_drop_bits=1.5)
+    _assert_every_term_learns(records, ["mono_mlm", "bi_tlm"])
     assert "Please install tensorboardX" not in proc.stdout + proc.stderr  # set-up installs it
     for tag in ("train_inner", "valid"):
         events = list((board / tag).glob("events.out.tfevents.*"))
