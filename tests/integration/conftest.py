@@ -14,7 +14,6 @@ import sys
 import pytest
 
 from tests.helpers.runner import REPO, monolingual, pretrain_args, run
-from tests.helpers.shards import make_shards
 from tests.helpers.shared import built_once
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
@@ -120,8 +119,24 @@ def plain_mlm(aligned_data, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def shards(pretrain_data, tmp_path_factory) -> str:
-    """``DATA/shard0:DATA/shard1``: two tiny shards of ``pretrain_data`` (40 En/De
-    segments and 40 En-De pairs each; the validation split in the first)."""
+def shards(pretrain_text, pretrain_data, tmp_path_factory) -> str:
+    """``DATA/shard0:DATA/shard1`` as a user makes it: a folder of text (100 En and De
+    monolingual lines, 100 En-De pairs) -> ``veco-prepare-pretraining --shards 2`` with
+    ``pretrain_data``'s sentencepiece model and dictionary (20 lines of each held out for
+    validation, in shard0; 40 of each per shard)."""
     out = tmp_path_factory.mktemp("shards")
-    return ":".join(make_shards(pretrain_data, str(out), shards=2, lines=40))
+    text = out / "text"
+    for folder, name, source in (
+        ("mono/en", "gettext.txt", "mono.en"),
+        ("mono/de", "gettext.txt", "mono.de"),
+        ("bi/en-de", "gettext.en", "train.en"),
+        ("bi/en-de", "gettext.de", "train.de"),
+    ):
+        (text / folder).mkdir(parents=True, exist_ok=True)
+        with open(os.path.join(pretrain_text, source), encoding="utf-8") as f:
+            lines = [next(f) for _ in range(100)]
+        (text / folder / name).write_text("".join(lines), encoding="utf-8")
+    args = ["--text", text, "--out", out / "data", "--shards", "2", "--valid-lines", "20"]
+    args += ["--spm-model", os.path.join(pretrain_data, "spm.model")]
+    run("veco-prepare-pretraining", [*args, "--dict", os.path.join(pretrain_data, "dict.txt")])
+    return f"{out}/data/shard0:{out}/data/shard1"
