@@ -191,7 +191,8 @@ def mfu(flops_per_step: float, seconds_per_step: float, device_name: str, dtype:
 
 
 def uniform_batch(pairs: int, length: int, mask_prob: float = 0.15) -> Dict[str, SubBatch]:
-    """Unpadded ``mono`` and ``bi`` sub-batches of ``pairs`` pairs of ``length`` tokens."""
+    """Unpadded ``mono`` and ``bi`` sub-batches of ``pairs`` pairs of ``length`` tokens
+    (WEAM: half the masked pieces have a partner)."""
     masked = round(2 * pairs * length * mask_prob)
     b = SubBatch(2 * pairs, length, masked, 2 * pairs * length, 2 * length, masked, masked // 2)
     return {"mono": b, "bi": b}
@@ -219,7 +220,8 @@ def main(argv=None) -> None:
         print(f"{name:<20}{total / 1e9:>12.1f}{total / tokens / 1e6:>13.1f}{total / base:>13.2f}")
         if a.tokens_per_second:
             u = mfu(total / tokens * a.tokens_per_second, 1.0, a.device, a.dtype)
-            print(f"{'':<20}MFU at {a.tokens_per_second:g} tok/s: {u}")
+            shown = "no peak for this device/dtype" if u is None else f"{100 * u:.1f}%"
+            print(f"{'':<20}MFU at {a.tokens_per_second:g} tokens/s on {a.device}: {shown}")
 
 
 if __name__ == "__main__":
