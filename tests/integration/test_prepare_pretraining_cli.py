@@ -1,8 +1,8 @@
 """``veco-prepare-pretraining`` as a user runs it, on real En/De/Fr/Es gettext text: two
 shards built by two workers train with fairseq-train; together they hold every cleaned
 segment once, in order, validation in shard0 only; a re-run rewrites nothing; a killed
-shard build leaves no shard and is rebuilt identically; bad input ends in one line.
-(About 45 s on one core.)"""
+worker leaves no half shard and the shard is rebuilt identically; two tasks of a job
+array plan once; bad input ends in one line. (About 35 s on an idle 2-core machine.)"""
 
 import filecmp
 import gzip
@@ -183,6 +183,43 @@ def test_killed_worker_leaves_no_half_shard(prepared, tmp_path):
     for k in (0, 1):
         compared = filecmp.dircmp(os.path.join(data, f"shard{k}"), out / f"shard{k}")
         assert not compared.diff_files and not compared.left_only and not compared.right_only
+
+
+def _pieces(model):
+    sp = load_sentencepiece(str(model))
+    return [(sp.id_to_piece(i), sp.get_score(i)) for i in range(len(sp))]
+
+
+def test_job_array_tasks_plan_once(prepared, tmp_path):
+    """Two --shard tasks started together on an empty DATA (a job array): one counts the
+    text and trains the model, the other waits for it; the shards equal those of one
+    command with --workers 2 (the model does not depend on --workers)."""
+    text, data, _ = prepared
+    out = tmp_path / "data"
+    procs = [
+        subprocess.Popen(
+            [
+                os.path.join(BIN, "veco-prepare-pretraining"),
+                *map(str, flags(text, out, "--shard", k)),
+            ],
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (1, 0)
+    ]
+    logs = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], logs
+    assert sum("counting" in log for log in logs) == 1
+    # the same model (spm.model also records where it was trained: compare the pieces)
+    assert _pieces(os.path.join(data, "spm.model")) == _pieces(out / "spm.model")
+    for k in (0, 1):
+        compared = filecmp.dircmp(os.path.join(data, f"shard{k}"), out / f"shard{k}")
+        assert compared.diff_files in ([], ["spm.model"]), compared.diff_files
+        assert not compared.left_only and not compared.right_only
+        assert not compared.subdirs["mono"].diff_files  # spot checks of the binaries
+        assert not compared.subdirs["bi"].subdirs["en-fr"].diff_files
 
 
 def test_bad_input_ends_in_one_line(prepared, tmp_path):

@@ -44,7 +44,12 @@ def get_parser() -> argparse.ArgumentParser:
         "--shard", type=int, help="build only this shard (0-based; e.g. $SLURM_ARRAY_TASK_ID)"
     )
     p.add_argument("--workers", type=_positive, default=1, help="shards built at once (processes)")
-    p.add_argument("--threads", type=_positive, default=1, help="sentencepiece threads per process")
+    p.add_argument(
+        "--threads",
+        type=_positive,
+        default=1,
+        help="sentencepiece threads per process (training too: the model depends on them)",
+    )
     p.add_argument("--vocab-size", type=_positive, default=32000, help="sentencepiece pieces")
     p.add_argument(
         "--valid-lines",

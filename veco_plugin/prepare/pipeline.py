@@ -70,7 +70,7 @@ def _prepared(settings: Settings, data: str, workers: int, threads: int) -> Plan
         _check_fresh(data)
         with _mapper(workers) as mapper:
             plan = planning.count(settings, mapper)
-            vocabulary.train(plan, data, mapper, max(workers, threads))
+            vocabulary.train(plan, data, mapper, threads)
         plan.save(path)  # last: its presence means the shared files are complete
         return plan
 

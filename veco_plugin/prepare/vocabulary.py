@@ -16,6 +16,8 @@ import random
 import shutil
 from typing import Dict, List, Tuple
 
+import sentencepiece
+
 from ..corpora import subwords
 from ..corpora.text import write_lines
 from ..errors import VecoUserError
@@ -97,6 +99,9 @@ def train(plan: Plan, data: str, mapper: Mapper, threads: int) -> None:
                 f"{drawn} sampled lines (--spm-alpha {s.spm_alpha})"
             )
             prefix = os.path.join(folder, "spm")
+            # the same model from the same flags: a seeded trainer, threads from --threads
+            # only (the model depends on them), not from --workers
+            sentencepiece.set_random_generator_seed(s.seed)
             subwords.train_sentencepiece(
                 [j[2] for j in jobs],
                 prefix,
