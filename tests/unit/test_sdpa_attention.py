@@ -247,3 +247,26 @@ def test_the_softmax_check_sees_fairseq_attention():
     sites = softmax_sites(prof)
     assert [shape for shape, _ in sites] == [[[16, 12, 12]]] * 2  # 2 layers, 4 heads
     assert all(any(ATTENTION_SITES[0] in f for f in frames) for _, frames in sites)
+
+
+@pytest.mark.parametrize("generate", [False, True])
+def test_every_nmt_attention_call_reaches_sdpa(generate):
+    """veco_transformer's encoder self-attention, decoder self-attention and
+    encoder-decoder attention, in a training step and in beam search (incremental
+    state, beamable encoder attention)."""
+    d = toy_dictionary()
+    nmt = build_nmt(d)
+    src, tgt = random_tokens(d, 3, 9, pad_tail=2), random_tokens(d, 3, 7, seed=1)
+    calls = attention_calls(nmt)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:  # no stacks:
+        if generate:  # torch's profiler fails to decode some of beam search's frames
+            nmt.eval().make_generation_fast_(beamable_mm_beam_size=4, need_attn=False)
+            sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}}
+            with torch.no_grad():
+                SequenceGenerator([nmt], d, beam_size=4, max_len_b=6).generate([nmt], sample)
+        else:
+            nmt.train()(src, src.ne(d.pad()).sum(1), tgt)[0].sum().backward()
+    sdpa = sum(e.name == "aten::scaled_dot_product_attention" for e in prof.events())
+    kinds = {name.rsplit(".", 1)[-1] for name in calls}
+    assert kinds == {"self_attn", "encoder_attn"} and sdpa == sum(calls.values()), (sdpa, calls)
+    assert not softmax_sites(prof)  # beam search's output distribution is a log_softmax
