@@ -71,7 +71,12 @@ class VecoSdpaAttention(MultiheadAttention):
         before_softmax: bool = False,
         need_head_weights: bool = False,
     ) -> Tuple[Tensor, Optional[Tensor]]:
-        if need_weights or need_head_weights or before_softmax or not self._fusable(query):
+        if (
+            need_weights
+            or need_head_weights
+            or before_softmax
+            or not self._fusable(query, attn_mask)
+        ):
             return super().forward(
                 query,
                 key,
@@ -120,10 +125,13 @@ class VecoSdpaAttention(MultiheadAttention):
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
         return self.out_proj(out), None
 
-    def _fusable(self, query: Tensor) -> bool:
+    def _fusable(self, query: Tensor, attn_mask: Optional[Tensor]) -> bool:
         """Whether this call can take the SDPA path (else fairseq's forward)."""
         return not (
-            self.onnx_trace
+            # beamable encoder attention folds the beams into the queries (fairseq passes
+            # this attention no attn_mask)
+            (self.encoder_decoder_attention and self.beam_size > 1 and attn_mask is not None)
+            or self.onnx_trace
             or self.skip_embed_dim_check
             or self.use_xformers
             or self.bias_k is not None
@@ -144,7 +152,9 @@ class VecoSdpaAttention(MultiheadAttention):
         if self.beam_size > 1 and key.size(1) == bsz:
             key = key.view(key.size(0), -1, self.beam_size, key.size(2))[:, :, 0]
             if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.view(-1, self.beam_size, key.size(0))[:, 0]
+                key_padding_mask = key_padding_mask.view(
+                    -1, self.beam_size, key_padding_mask.size(1)
+                )[:, 0]
         return key, key, key_padding_mask
 
     def _extend_cache(
