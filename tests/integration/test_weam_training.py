@@ -7,6 +7,16 @@ from tests.helpers.runner import json_logs, pretrain_args, run
 from tests.helpers.scores import alignment_score
 from tests.integration.conftest import ALIGNMENT_UPDATES
 
+# Measured, seeds 1-3 on one eflomal alignment of the data (deterministic per seed: the
+# runner pins one thread), first train_inner record (updates 1-25) against the last:
+#   weam: bi_tlm / bi_cp / mono_mlm losses fall 1.67-1.84 bits, bi_cp_acc rises 2.49 4.22
+#   2.85 points; alignment score minus plain MLM's +1.41 -0.40 +0.20 points
+#   veco_terms combination: losses fall 1.63-1.90 bits, align_cos rises 0.348 0.338 0.341
+MIN_DROP_BITS = 1.0  # 0.6 below the smallest
+MIN_CP_ACC_GAIN = 1.0  # 1.5 below the smallest
+MIN_COS_GAIN = 0.2  # 0.14 below the smallest
+MAX_SCORE_LOSS = 3.0  # 2.6 below the smallest
+
 
 @pytest.fixture(scope="module")
 def weam_run(aligned_data, tmp_path_factory):
@@ -26,8 +36,8 @@ def _falls(records, term, bits):
 def test_weam_learns_cross_lingual_prediction(weam_run):
     _, records = weam_run
     for term in ("bi_tlm", "bi_cp", "mono_mlm"):
-        _falls(records, term, 1.0)
-    assert records[-1]["bi_cp_acc"] > records[0]["bi_cp_acc"] + 1.0, records
+        _falls(records, term, MIN_DROP_BITS)
+    assert records[-1]["bi_cp_acc"] > records[0]["bi_cp_acc"] + MIN_CP_ACC_GAIN, records
 
 
 def test_weam_keeps_the_embeddings_as_aligned_as_plain_mlm(
@@ -45,7 +55,7 @@ def test_weam_keeps_the_embeddings_as_aligned_as_plain_mlm(
         f"alignment score after {ALIGNMENT_UPDATES} updates: weam {exchanged:.2f}%, "
         f"mlm {plain:.2f}%"
     )
-    assert exchanged > plain - 3.0
+    assert exchanged > plain - MAX_SCORE_LOSS
 
 
 def test_a_combination_no_paper_trains(aligned_data, word_lists, tmp_path):
@@ -54,5 +64,5 @@ def test_a_combination_no_paper_trains(aligned_data, word_lists, tmp_path):
     args = pretrain_args(aligned_data, tmp_path / "ck", "veco_terms", ALIGNMENT_UPDATES, *flags)
     records = json_logs(run("fairseq-train", args).stdout)
     for term in ("mono_mlm", "bi_tlm", "bi_cp"):
-        _falls(records, term, 1.0)
-    assert records[-1]["align_cos"] > records[0]["align_cos"] + 0.3, records
+        _falls(records, term, MIN_DROP_BITS)
+    assert records[-1]["align_cos"] > records[0]["align_cos"] + MIN_COS_GAIN, records
