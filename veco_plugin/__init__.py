@@ -10,4 +10,4 @@ errors.install()
 launch.install()
 save_dir_lock.install()
 
-from . import criterions, models, tasks  # noqa: E402,F401  (register by import)
+from . import criterions, models, optim, tasks  # noqa: E402,F401  (register by import)
