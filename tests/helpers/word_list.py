@@ -1,7 +1,11 @@
-"""A resolved bilingual word list over the toy vocabulary (``tests.helpers.toy``)."""
+"""Resolved bilingual word lists over the toy vocabulary (``tests.helpers.toy``), and the
+criteria that read them."""
 
-from tests.helpers.toy import toy_dictionary
+from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
+
+from tests.helpers.toy import ToyTask, toy_dictionary
 from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+from veco_plugin.objectives import build_criterion, objective
 
 
 def toy_word_list(path) -> None:
@@ -12,3 +16,18 @@ def toy_word_list(path) -> None:
     ids = [(tuple(map(d.index, s)), tuple(map(d.index, t))) for s, t in pairs]
     words = [(" ".join(s), " ".join(t)) for s, t in pairs]
     save_resolved(ResolvedDictionary.from_pieces(words, ids, d.pad()), str(path))
+
+
+def table_criterion(name: str, d, tmp_path):
+    """The criterion ``name`` with its objectives-table settings, its word lists (train,
+    heldout) a toy list written to ``tmp_path`` and its save dir under it."""
+    pieces = [((5,), (6,)), ((7,), (8, 9)), ((10, 11), (12,))]
+    words = [(f"s{i}", f"t{i}") for i in range(len(pieces))]
+    for split in ("train", "heldout"):
+        save_resolved(
+            ResolvedDictionary.from_pieces(words, pieces, d.pad()), f"{tmp_path}/{split}.txt"
+        )
+    settings = objective(name).criterion_settings(word_list=str(tmp_path))
+    if "save_dir" in CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__:
+        settings["save_dir"] = str(tmp_path / "ck")
+    return build_criterion(name, ToyTask(d), **settings)

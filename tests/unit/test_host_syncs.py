@@ -22,12 +22,11 @@ from collections import Counter
 
 import pytest
 import torch
-from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tests.helpers.toy import ToyTask, build, diagonal_links, pair_batch, toy_dictionary
-from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
-from veco_plugin.objectives import WORD_ALIGNMENTS, build_criterion, objective
+from tests.helpers.toy import build, diagonal_links, pair_batch, toy_dictionary
+from tests.helpers.word_list import table_criterion
+from veco_plugin.objectives import WORD_ALIGNMENTS, objective
 
 PLUGIN = os.path.join("veco_plugin", "")
 SYNCING = ("item", "cpu", "tolist", "numpy", "__bool__", "__int__", "__float__")
@@ -44,16 +43,7 @@ DATA_DEPENDENT = (
 def step(name, tmp_path, device="cpu"):
     """A function running one training step (forward + backward) of ``name``."""
     d = toy_dictionary()
-    pieces = [((5,), (6,)), ((7,), (8, 9)), ((10, 11), (12,))]
-    words = [(f"s{i}", f"t{i}") for i in range(len(pieces))]
-    for split in ("train", "heldout"):
-        save_resolved(
-            ResolvedDictionary.from_pieces(words, pieces, d.pad()), f"{tmp_path}/{split}.txt"
-        )
-    settings = objective(name).criterion_settings(word_list=str(tmp_path))
-    if "save_dir" in CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__:
-        settings["save_dir"] = str(tmp_path / "ck")
-    criterion = build_criterion(name, ToyTask(d), **settings)
+    criterion = table_criterion(name, d, tmp_path)
     model = build("veco_tiny", d, dropout=0.1, attention_dropout=0.1)
     criterion.extend_model(model)
     model.to(device).train()

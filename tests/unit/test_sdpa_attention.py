@@ -7,14 +7,12 @@ from collections import Counter
 
 import pytest
 import torch
-from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
 from fairseq.modules import MultiheadAttention
 from fairseq.sequence_generator import SequenceGenerator
 from torch.profiler import ProfilerActivity, profile
 
 from tests.helpers.nmt import build_nmt
 from tests.helpers.toy import (
-    ToyTask,
     build,
     diagonal_links,
     pair_batch,
@@ -22,9 +20,9 @@ from tests.helpers.toy import (
     stream_logits,
     toy_dictionary,
 )
-from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+from tests.helpers.word_list import table_criterion
 from veco_plugin.modules.sdpa_attention import VecoSdpaAttention, sdpa_mask
-from veco_plugin.objectives import WORD_ALIGNMENTS, build_criterion, objective
+from veco_plugin.objectives import WORD_ALIGNMENTS, objective
 
 # against fairseq's math path: fp32 elementwise (summation order only); bf16 (8-bit
 # mantissa, rounding differs between the kernels) as a relative norm error
@@ -171,20 +169,6 @@ def test_beam_search_unchanged(beam, align):
 # --- every objective's step: no attention softmax outside SDPA ------------------------
 
 
-def _criterion(name, d, tmp_path):
-    """``name`` built with its table settings (a toy word list in ``tmp_path``)."""
-    pieces = [((5,), (6,)), ((7,), (8, 9)), ((10, 11), (12,))]
-    words = [(f"s{i}", f"t{i}") for i in range(len(pieces))]
-    for split in ("train", "heldout"):
-        save_resolved(
-            ResolvedDictionary.from_pieces(words, pieces, d.pad()), f"{tmp_path}/{split}.txt"
-        )
-    settings = objective(name).criterion_settings(word_list=str(tmp_path))
-    if "save_dir" in CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__:
-        settings["save_dir"] = str(tmp_path / "ck")
-    return build_criterion(name, ToyTask(d), **settings)
-
-
 def attention_calls(model):
     """Count forward calls of every attention module (hooks)."""
     calls = Counter()
@@ -220,7 +204,7 @@ def test_no_attention_softmax_outside_sdpa(name, tmp_path):
     ``alignment/``)."""
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0, dropout=0.1, attention_dropout=0.1)  # as trained
-    criterion = _criterion(name, d, tmp_path)
+    criterion = table_criterion(name, d, tmp_path)
     criterion.extend_model(model)
     model.train()
     sample = {"mono": pair_batch(d, seed=0), "bi": pair_batch(d, seed=1)}
