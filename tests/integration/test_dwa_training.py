@@ -13,11 +13,12 @@ fall was about -0.04 to 0.80 (threshold 0.4) and the accuracy ratio 1.5 to 2.8 (
 1.5), read from 5-update records.
 
 The 0.396 that failed ``make test`` "on a busy machine" is what seed 1 gave on every run
-here (with fairseq's attention, before SDPA): the runs are deterministic (the runner pins OMP_NUM_THREADS=1; seed 1 gave the same
-losses to the last digit at load 0.3 and at load 9.5 on 2 cores, and with the corpus,
-sentencepiece model and dictionary rebuilt); load and the number of xdist workers change
-nothing (the thread count does: 2 threads change the floats). What moves the number is the
-seed, the corpus (built from the machine's gettext catalogs) and any change to the code.
+here (with fairseq's attention, before SDPA): the runs are deterministic (the runner pins
+OMP_NUM_THREADS=1; seed 1 gave the same losses to the last digit at load 0.3 and at load
+9.5 on 2 cores, and with the corpus, sentencepiece model and dictionary rebuilt); load and
+the number of xdist workers change nothing (the thread count does: 2 threads change the
+floats). What moves the number is the seed, the corpus (built from the machine's gettext
+catalogs) and any change to the code.
 
 Measured over seeds: see ``LOSS_GAIN`` and ``ACC_GAIN``.
 """
