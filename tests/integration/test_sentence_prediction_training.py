@@ -4,7 +4,7 @@ zero-shot table (English-first training, German- and French-first test files).
 
 Measured (700 updates, batch 16, 200 pairs = 400 examples per test file; chance 50):
 
-    plug-out                   test_en 54.5   test_de 55.8   test_fr 50.0
+    plug-out                   test_en 53.0   test_de 55.0   test_fr 50.2   (seeds 1-6: below)
     plug-in, no translation    test_en 52.5   test_de 52.5   test_fr 50.2   (fallback)
     plug-in, with translation  test_en 92.0   test_de 89.5   test_fr 89.5
 
@@ -29,8 +29,13 @@ from tests.helpers.runner import REPO, RESET, USER_DIR, env, json_logs, pretrain
 UPDATES = 700
 # --max-positions of the cold start (veco_pretraining's 48 + 48)
 MAX_POSITIONS = "96"
-# chance is 50 (balanced labels); measured: see the module docstring
-MIN_ACCURACY = {"out": 52.0, "in": 75.0}
+# Chance is 50 (balanced labels). Plug-out, fine-tuning seeds 1-6 from the seed-1 cold
+# start (deterministic per seed; test_en holds 400 examples: 0.25 points each):
+#   valid    57.5  57.0  59.0  57.8   58.5  58.0
+#   test_en  53.0  52.5  53.0  53.25  55.5  52.75   (zero-shot, barely above chance)
+# Thresholds: chance + half the smallest gain over it (was 52 for both: test_en cleared it
+# by 2 examples with seed 2). Plug-in (slow): see the module docstring.
+MIN_ACCURACY = {"out": 53.5, "out_test_en": 51.25, "in": 75.0}
 
 
 def _paraphrase_data(pretrain_text, pretrain_data, tmp, max_train):
@@ -112,7 +117,7 @@ def test_finetune_above_chance(mode, paraphrase_data, cold_start, tmp_path):
     assert set(scores) == {"test_en", "test_de", "test_fr"}
     if mode == "out":
         assert valid["x_accuracy"] >= MIN_ACCURACY["out"]
-        assert scores["test_en"] >= MIN_ACCURACY["out"]
+        assert scores["test_en"] >= MIN_ACCURACY["out_test_en"]
     else:  # with translations; the fallback column is the zero-shot reading
         assert valid["x_accuracy"] >= MIN_ACCURACY["in"]
         assert table["in+tr"]["test_en"] >= MIN_ACCURACY["in"]
