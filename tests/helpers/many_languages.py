@@ -13,8 +13,16 @@ from typing import Dict, List, Tuple
 
 from fairseq.data import Dictionary
 
-from tests.helpers.shards import PREPROCESS
 from veco_plugin.corpora.gettext import CorpusError, normalize_space, read_catalog
+
+# fairseq-preprocess for each command line on stdin, in one interpreter (one import)
+PREPROCESS = """
+import sys
+from fairseq import options
+from fairseq_cli.preprocess import main
+for line in sys.stdin:
+    main(options.get_preprocessing_parser().parse_args(line.split()))
+"""
 
 LOCALES = Path("/usr/share/locale")
 
