@@ -1,12 +1,14 @@
 """Masking rates, special tokens, adjacent-segment pairing, truncation and skipping."""
 
 import numpy as np
+import pytest
 import torch
 from fairseq.data import ListDataset
 
 from tests.helpers.toy import toy_dictionary
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
+from veco_plugin.errors import VecoUserError
 
 
 def _scheme(d, prob):
@@ -146,3 +148,13 @@ def test_masks_are_independent_across_data_sets_epochs_and_resampled_copies():
     np.testing.assert_array_equal(
         up.num_tokens_vec(np.arange(len(up))), en.num_tokens_vec(up._cur_indices.array)
     )
+
+
+def test_a_max_tokens_too_small_for_the_sub_batches_names_itself():
+    """--max-tokens 1 shared by two sub-batches: one line with a subject and the fix."""
+    from veco_plugin.data.zip_dataset import sub_batch_sizes
+
+    with pytest.raises(VecoUserError) as info:
+        sub_batch_sizes(["mono", "bi"], 1, None, {"mono": None, "bi": None}, {})
+    assert str(info.value).startswith("no token per sub-batch in --max-tokens 1, ")
+    assert str(info.value).endswith("raise --max-tokens to at least 2")

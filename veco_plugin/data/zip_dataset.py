@@ -38,8 +38,9 @@ def sub_batch_sizes(
         share = (max_tokens - fixed) // len(rest)
     if max_tokens is not None and (fixed > max_tokens or share is not None and share <= 0):
         given = " + ".join(f"--{k}-max-tokens {own_tokens[k]}" for k in parts if own_tokens.get(k))
+        subject = f"{given} leave no room in" if given else "no token per sub-batch in"
         raise VecoUserError(
-            f"{given} leave no room in --max-tokens {max_tokens}, which bounds a whole update "
+            f"{subject} --max-tokens {max_tokens}, which bounds a whole update "
             f"(every sub-batch): raise --max-tokens to at least {fixed + len(rest)}"
         )
     return {
