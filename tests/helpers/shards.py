@@ -1,15 +1,17 @@
-"""fairseq-train runs over the two tiny shards of the ``shards`` fixture
-(tests/integration/conftest.py) and their losses."""
+"""fairseq-train runs that other launches must repeat update for update (two ranks, a
+resume, the two tiny shards of the ``shards`` fixture in tests/integration/conftest.py),
+and their losses."""
 
 from typing import Dict, Iterable, List
 
 from tests.helpers.runner import json_logs, pretrain_args
 
 
-def shard_train_args(data: str, save_dir: str, updates: int, *extra) -> List[str]:
-    """``fairseq-train`` arguments of a run over the ``shards`` fixture's shards: ``ca_mlm``, a
-    loss logged at every update, dropout off (so that one process with ``--update-freq
-    2`` and two ranks of one batch each compute the same updates), no validation."""
+def lockstep_args(data: str, save_dir: str, updates: int, *extra) -> List[str]:
+    """``fairseq-train`` arguments of a ``ca_mlm`` run whose updates other launches must
+    repeat: a loss logged at every update, dropout off (so that one process with
+    ``--update-freq 2`` and two ranks of one batch each compute the same updates), no
+    validation."""
     return pretrain_args(
         data,
         str(save_dir),
@@ -22,10 +24,14 @@ def shard_train_args(data: str, save_dir: str, updates: int, *extra) -> List[str
         "--attention-dropout",
         "0",
         "--disable-validation",
-        "--max-tokens",
-        "600",
         *extra,
     )
+
+
+def shard_train_args(data: str, save_dir: str, updates: int, *extra) -> List[str]:
+    """``lockstep_args`` of a run over the ``shards`` fixture's shards (600 tokens a batch:
+    a few updates an epoch)."""
+    return lockstep_args(data, save_dir, updates, "--max-tokens", "600", *extra)
 
 
 def losses(output: str) -> Dict[int, float]:

@@ -4,7 +4,8 @@ import os
 import socket
 import subprocess
 
-from tests.helpers.runner import BIN, env, json_logs, pretrain_args
+from tests.helpers.runner import BIN, env, json_logs
+from tests.helpers.shards import lockstep_args
 
 
 def _free_port() -> int:
@@ -14,20 +15,7 @@ def _free_port() -> int:
 
 
 def _args(data, save, *extra):
-    return pretrain_args(
-        data,
-        save,
-        "ca_mlm",
-        6,
-        "--log-interval",
-        "1",
-        "--dropout",
-        "0",
-        "--attention-dropout",
-        "0",
-        "--disable-validation",
-        *extra,
-    )
+    return lockstep_args(data, save, 6, *extra)
 
 
 def test_two_ranks_match_one_process(pretrain_data, tmp_path):
