@@ -289,6 +289,28 @@ def test_empty_text_and_out_a_file(tmp_path, capsys):
     assert f"--out {tmp_path}/f is a file" in line
 
 
+def test_refused_text_leaves_no_out_behind(text, tmp_path, capsys):
+    """A run that stops while reading the text removes the --out it made (not one that
+    was there)."""
+    _error(capsys, ["--text", tmp_path / "missing", "--out", tmp_path / "d"])
+    assert not (tmp_path / "d").exists()
+    _error(
+        capsys,
+        [
+            "--text",
+            _small_text(text, tmp_path / "t"),
+            "--out",
+            tmp_path / "d",
+            "--valid-lines",
+            str(LINES),
+        ],
+    )
+    assert not (tmp_path / "d").exists()
+    (tmp_path / "kept").mkdir()
+    _error(capsys, ["--text", tmp_path / "missing", "--out", tmp_path / "kept"])
+    assert (tmp_path / "kept").is_dir()
+
+
 def test_other_settings_are_refused_on_rerun(text, data, capsys):
     line = _error(
         capsys,

@@ -5,6 +5,7 @@ import fcntl
 import logging
 import multiprocessing
 import os
+import shutil
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -75,10 +76,14 @@ def _prepared(settings: Settings, data: str, workers: int, threads: int) -> Plan
         return plan
 
 
-def _check_out(data: str) -> None:
+def _check_out(data: str) -> bool:
+    """Make ``data`` if missing; whether this call made it."""
     if os.path.exists(data) and not os.path.isdir(data):
         raise VecoUserError(f"--out {data} is a file; pass a directory (made if missing)")
+    if os.path.isdir(data):
+        return False
     os.makedirs(data, exist_ok=True)
+    return True
 
 
 def _build(job) -> bool:
@@ -103,8 +108,13 @@ def prepare(
         raise VecoUserError(
             f"--shard {shard}: --shards {n} makes shard0 ... shard{n - 1}; pass 0 to {n - 1}"
         )
-    _check_out(data)
-    plan = _prepared(settings, data, workers, threads)
+    made = _check_out(data)
+    try:
+        plan = _prepared(settings, data, workers, threads)
+    except BaseException:  # bad text or flags: leave no --out behind that this run made
+        if made:
+            shutil.rmtree(data, ignore_errors=True)
+        raise
     wanted = [shard] if shard is not None else list(range(n))
     todo: List[int] = []
     for k in wanted:
