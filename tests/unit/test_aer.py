@@ -26,10 +26,12 @@ from fractions import Fraction
 import pytest
 
 from veco_plugin.cli.aer import cli_main
+from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation.aer import (
     AerCounts,
     aer_scores,
     count_links,
+    evaluate_files,
     format_scores,
     parse_naacl_gold,
     parse_pharaoh_gold,
@@ -338,3 +340,12 @@ def test_missing_file(files, tmp_path, capsys):
     gold = files(gold=GOLD_PHARAOH)
     missing = str(tmp_path / "missing.align")
     assert error([gold, missing], capsys) == f"veco-aer: error: {missing}: no such file"
+
+
+def test_an_empty_gold_file_is_one_line(tmp_path):
+    """An empty gold file scored nothing and 'succeeded' with AER 100."""
+    gold, pred = tmp_path / "gold", tmp_path / "pred"
+    gold.write_text("")
+    pred.write_text("0-0\n")
+    with pytest.raises(VecoUserError, match=f"{gold} is empty: give the gold alignments"):
+        evaluate_files(str(gold), str(pred))

@@ -446,6 +446,8 @@ def evaluate_files(
         lengths = sentence_lengths(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path)
 
     gold_lines = read_lines(gold_path)
+    if not gold_lines:
+        raise VecoUserError(f"{gold_path} is empty: give the gold alignments to score against")
     if gold_format == "pharaoh":
         if lengths is not None and len(gold_lines) != len(lengths):
             raise VecoUserError(
