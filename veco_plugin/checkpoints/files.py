@@ -4,22 +4,13 @@ atomically (``<output>.tmp`` then rename), and no ``.tmp`` left when writing fai
 import os
 from typing import Any, Dict
 
-from ..errors import VecoUserError
+from ..outputs import check_output_file
 
 
 def check_output(path: str) -> None:
     """``--output`` names a file that can be created: not a directory, and not under a
     path that is a file."""
-    if os.path.isdir(path):
-        raise VecoUserError(
-            f"--output {path} is a directory: name the checkpoint file, e.g. "
-            f"{os.path.join(path, 'checkpoint.pt')}"
-        )
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise VecoUserError(f"--output {path}: {parent} is a file, not a directory")
+    check_output_file(path, "--output", "checkpoint.pt")
 
 
 def save_checkpoint(state: Dict[str, Any], path: str) -> None:
