@@ -98,7 +98,8 @@ def test_layer_specs():
     for bad, words in [
         ("last:25", "between 1 and"),
         ("first:0", "between 1 and"),
-        ("24", "out of range"),
+        ("24,", "out of range"),
+        ("0", "ambiguous: for N decoder layers write last:N"),
         ("-1,2", "out of range"),
         ("3,3", "twice"),
         ("middle:2", "expected all"),

@@ -141,7 +141,7 @@ def test_cli_tie_layers_round_trip(veco_checkpoint, tmp_path):
     _, _, path = veco_checkpoint
     out = tmp_path / "tied.pt"
     ckpt = run_init_nmt(
-        "--pretrained", path, "--output", str(out), "--decoder-layers", "1", "--tie-layers"
+        "--pretrained", path, "--output", str(out), "--decoder-layers", "1,", "--tie-layers"
     )
     assert ckpt["cfg"]["model"].tie_decoder_to_encoder_layers == "1"
     data = tmp_path / "data"
@@ -174,7 +174,7 @@ def test_cli_bad_input_one_line_errors(veco_checkpoint, tmp_path, capsys):
         run_init_nmt("--pretrained", str(tmp_path / "t.pt"), "--output", out)
     assert not os.path.exists(out)
     with pytest.raises(SystemExit) as exited:
-        init_nmt.cli_main(["--pretrained", path, "--output", out, "--decoder-layers", "9"])
+        init_nmt.cli_main(["--pretrained", path, "--output", out, "--decoder-layers", "9,"])
     assert exited.value.code == 1
     assert re.match("^veco-init-nmt: error: .*out of range", capsys.readouterr().err)
 

@@ -8,7 +8,6 @@ measured sizes) is :mod:`veco_plugin.corpora.gettext`; this is its command line:
 """
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -20,12 +19,13 @@ from ..corpora.gettext import (
     CorpusConfig,
     CorpusError,
     build_corpus,
+    check_tgt_lang,
     write_corpus,
 )
+from ..corpora.text import check_output_dir
 from .common import run_cli
 
 PROG = "veco-gettext-corpus"
-_LANG_CODE = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z]{2})?(?:@[A-Za-z]+)?$")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -96,10 +96,8 @@ def get_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> CorpusConfig:
     """The one place where command-line values become a checked config."""
-    if not _LANG_CODE.match(args.tgt_lang):
-        raise CorpusError(f"--tgt-lang '{args.tgt_lang}' is not a locale code like de or fr")
-    if args.tgt_lang == SRC_LANG:
-        raise CorpusError(f"--tgt-lang must differ from the source language '{SRC_LANG}'")
+    check_tgt_lang(args.tgt_lang)
+    check_output_dir(str(args.output), "--output")
     for flag, value, low in (
         ("--valid-size", args.valid_size, 1),
         ("--test-size", args.test_size, 1),

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..corpora.gettext import SRC_LANG, CorpusError
+from ..corpora.gettext import SRC_LANG, CorpusError, check_tgt_lang
 from ..corpora.gettext_dictionary import (
     SPLITS,
     BilingualDictionary,
@@ -18,6 +18,7 @@ from ..corpora.gettext_dictionary import (
     build_dictionary,
     write_dictionary,
 )
+from ..corpora.text import check_output_dir
 from .common import run_cli
 
 PROG = "veco-gettext-dictionary"
@@ -52,8 +53,8 @@ def get_parser() -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> BilingualDictionary:
     """Build and write the dictionary; one summary line per split."""
-    if args.tgt_lang == SRC_LANG:
-        raise CorpusError(f"--tgt-lang must differ from the source language '{SRC_LANG}'")
+    check_tgt_lang(args.tgt_lang)
+    check_output_dir(str(args.output), "--output")
     cfg = DictionaryConfig(
         args.tgt_lang, args.output, args.locale_dir, args.held_out_words, args.seed, args.keep_case
     )

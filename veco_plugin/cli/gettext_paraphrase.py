@@ -15,6 +15,7 @@ import json
 from typing import Dict, Optional, Sequence
 
 from ..corpora.gettext_paraphrase import build
+from ..corpora.text import check_output_dir
 from ..errors import VecoUserError
 from .common import run_cli
 
@@ -45,11 +46,16 @@ def parse_corpora(values: Sequence[str]) -> Dict[str, str]:
         lang, sep, path = value.partition("=")
         if not sep or not lang or not path:
             raise VecoUserError(f"--corpus {value}: expected LANG=DIR")
+        if lang in corpora:
+            raise VecoUserError(
+                f"--corpus {lang} given twice ({corpora[lang]}, {path}): one corpus a language"
+            )
         corpora[lang] = path
     return corpora
 
 
 def main(args: argparse.Namespace) -> None:
+    check_output_dir(args.output, "--output")
     counts = build(
         parse_corpora(args.corpus),
         args.train_lang,

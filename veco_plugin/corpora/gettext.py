@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..errors import VecoUserError
+from ..outputs import write_text
 from .text import DropCounts, ratio_exceeds, write_lines
 
 SRC_LANG = "en"
@@ -99,6 +100,7 @@ _MARKUP = re.compile(
 )
 # Accelerator markers: "_" or "&" directly before a letter or digit.
 _ACCEL = re.compile(r"[_&](?=[^\W_])")
+_LANG_CODE = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z]{2})?(?:@[A-Za-z]+)?$")
 
 
 class CorpusError(VecoUserError):
@@ -146,6 +148,14 @@ class Corpus:
 
 
 # --------------------------------------------------------------------------- reading
+
+
+def check_tgt_lang(lang: str) -> None:
+    """``--tgt-lang`` is a locale code (``de``, ``pt_BR``, ``sr@latin``), not English."""
+    if not _LANG_CODE.match(lang):
+        raise CorpusError(f"--tgt-lang '{lang}' is not a locale code like de or fr")
+    if lang == SRC_LANG:
+        raise CorpusError(f"--tgt-lang must differ from the source language '{SRC_LANG}'")
 
 
 def find_catalogs(cfg: CorpusConfig) -> List[Path]:
@@ -363,7 +373,18 @@ def build_corpus(cfg: CorpusConfig) -> Corpus:
             skipped[path.stem] = str(err)
     if not catalogs:
         raise CorpusError(
-            f"none of the catalogs for '{cfg.tgt_lang}' in {cfg.locale_dir} " "could be read"
+            f"none of the catalogs for '{cfg.tgt_lang}' in {cfg.locale_dir} could be read "
+            f"(e.g. {next(iter(skipped))}: {next(iter(skipped.values()))})"
+        )
+    if not any(c.pairs for c in catalogs):
+        counts = DropCounts()
+        for c in catalogs:
+            counts.update(c.counts)
+        raise CorpusError(
+            f"no usable pairs in the {len(catalogs)} catalogs for '{cfg.tgt_lang}' in "
+            f"{cfg.locale_dir} ({', '.join(c.name for c in catalogs[:3])}"
+            f"{', ...' if len(catalogs) > 3 else ''}: {counts.summary('entries')}); "
+            "fix --tgt-lang or --locale-dir, or relax --min-words/--max-words"
         )
     by_name = {c.name: c for c in catalogs}
     names = assign_splits(catalogs, cfg)
@@ -419,11 +440,14 @@ def build_corpus(cfg: CorpusConfig) -> Corpus:
 
 
 def write_corpus(corpus: Corpus, cfg: CorpusConfig) -> None:
-    """Write the split files, the mono files and catalogs.json into ``cfg.output``."""
+    """Write the split files, the mono files and catalogs.json into ``cfg.output``, each
+    atomically; catalogs.json (what ``veco-gettext-paraphrase`` reads) last, so a run
+    stopped half-way leaves none."""
     out, x = cfg.output, cfg.tgt_lang
     if out.exists() and not out.is_dir():
         raise CorpusError(f"--output {out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
+    (out / "catalogs.json").unlink(missing_ok=True)
     for split in SPLITS:
         write_lines(str(out / f"{split}.{SRC_LANG}"), (en for en, _ in corpus.pairs[split]))
         write_lines(str(out / f"{split}.{x}"), (t for _, t in corpus.pairs[split]))
@@ -446,6 +470,4 @@ def write_corpus(corpus: Corpus, cfg: CorpusConfig) -> None:
         "dropped": dict(sorted(corpus.counts.dropped.items())),
         "skipped": corpus.skipped,
     }
-    with open(out / "catalogs.json", "w", encoding="utf-8") as fp:
-        json.dump(report, fp, indent=2, ensure_ascii=False)
-        fp.write("\n")
+    write_text(str(out / "catalogs.json"), json.dumps(report, indent=2, ensure_ascii=False) + "\n")

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..outputs import write_text
 from .gettext import (
     _EDGE_PUNCT,
     _WORD,
@@ -116,13 +117,31 @@ def build_dictionary(cfg: DictionaryConfig) -> BilingualDictionary:
             counts.read += 1
             if counts.keep(reason):
                 pairs.add(pair)
+    where = f"the {len(paths)} catalogs for '{cfg.tgt_lang}' in {cfg.locale_dir}"
+    if len(skipped) == len(paths):
+        raise CorpusError(
+            f"none of {where} could be read (e.g. {next(iter(skipped))}: "
+            f"{next(iter(skipped.values()))})"
+        )
+    if not pairs:
+        raise CorpusError(
+            f"no single-word entries in {where} ({counts.summary('entries')}); "
+            "fix --tgt-lang or --locale-dir"
+        )
+    words = len({en for en, _ in pairs})
+    if cfg.held_out_words >= words:
+        raise CorpusError(
+            f"--held-out-words {cfg.held_out_words} would hold out all {words} English "
+            f"words and leave train.txt empty; pass at most {words - 1}"
+        )
     return BilingualDictionary(
         split_by_word(pairs, cfg.held_out_words, cfg.seed), counts, len(paths), skipped
     )
 
 
 def write_dictionary(dictionary: BilingualDictionary, cfg: DictionaryConfig) -> None:
-    """``train.txt``, ``heldout.txt`` and ``dictionary.json`` in ``cfg.output``."""
+    """``train.txt``, ``heldout.txt`` and ``dictionary.json`` in ``cfg.output``, each
+    written atomically."""
     out = cfg.output
     if out.exists() and not out.is_dir():
         raise CorpusError(f"--output {out} exists and is not a directory")
@@ -144,6 +163,6 @@ def write_dictionary(dictionary: BilingualDictionary, cfg: DictionaryConfig) -> 
         "catalogs": dictionary.catalogs,
         "skipped": dictionary.skipped,
     }
-    with open(out / "dictionary.json", "w", encoding="utf-8") as fp:
-        json.dump(report, fp, indent=2, ensure_ascii=False)
-        fp.write("\n")
+    write_text(
+        str(out / "dictionary.json"), json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    )

@@ -32,6 +32,7 @@ import random
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import VecoUserError
+from .gettext import SRC_LANG
 from .text import read_lines_strict
 from .xtreme import Example, write_tsv
 
@@ -40,13 +41,36 @@ Pair = Tuple[str, str]
 Link = Tuple[int, int]
 
 
+def catalog_counts(corpus: str, split: str) -> Dict[str, int]:
+    """{catalog: lines} of ``split`` in ``corpus``'s catalogs.json, in file order."""
+    report_path = os.path.join(corpus, "catalogs.json")
+    if not os.path.isdir(corpus):
+        raise VecoUserError(f"--corpus {corpus}: no such directory (a veco-gettext-corpus output)")
+    if not os.path.isfile(report_path):
+        raise VecoUserError(f"{report_path} not found: --corpus takes a veco-gettext-corpus output")
+    fix = "rebuild it with veco-gettext-corpus"
+    try:
+        with open(report_path, encoding="utf-8") as f:
+            counts = json.load(f)["splits"][split]["catalogs"]
+    except UnicodeDecodeError as exc:
+        raise VecoUserError(f"{report_path}: not valid UTF-8 ({exc.reason}); {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise VecoUserError(f"{report_path}: not JSON ({exc}); {fix}") from None
+    except (KeyError, TypeError):
+        raise VecoUserError(
+            f"{report_path} has no splits.{split}.catalogs: not the catalogs.json of "
+            f"veco-gettext-corpus; {fix}"
+        ) from None
+    if not isinstance(counts, dict) or not all(
+        isinstance(n, int) and n >= 0 for n in counts.values()
+    ):
+        raise VecoUserError(f"{report_path}: splits.{split}.catalogs is not {{name: lines}}; {fix}")
+    return counts
+
+
 def read_catalog_groups(corpus: str, lang: str, split: str) -> List[List[Pair]]:
     """The pairs of ``split`` grouped by catalog, in the corpus' order."""
-    report_path = os.path.join(corpus, "catalogs.json")
-    if not os.path.exists(report_path):
-        raise VecoUserError(f"{report_path} not found: --corpus takes a veco-gettext-corpus output")
-    with open(report_path, encoding="utf-8") as f:
-        counts = json.load(f)["splits"][split]["catalogs"]
+    counts = catalog_counts(corpus, split)
     en = list(read_lines_strict(os.path.join(corpus, f"{split}.en")))
     tgt = list(read_lines_strict(os.path.join(corpus, f"{split}.{lang}")))
     if len(en) != len(tgt) or len(en) != sum(counts.values()):
@@ -102,6 +126,38 @@ def swap(rows: Sequence[Example]) -> List[Example]:
     return [Example(e.second or "", e.first, e.label) for e in rows]
 
 
+def check_settings(
+    corpora: Dict[str, str],
+    train_lang: str,
+    max_train: Optional[int],
+    max_eval: Optional[int],
+    candidates: int,
+) -> None:
+    """Refuse what :func:`build` cannot make files from, before any reading."""
+    if SRC_LANG in corpora:
+        raise VecoUserError(
+            f"--corpus {SRC_LANG}=...: {SRC_LANG} is the English side of every corpus; "
+            "name each corpus by its other language (--corpus de=DIR)"
+        )
+    if train_lang not in corpora:
+        raise VecoUserError(f"--train-lang {train_lang}: no --corpus {train_lang}=DIR given")
+    for flag, value in (("--max-train", max_train), ("--max-eval", max_eval)):
+        if value is not None and value < 1:
+            raise VecoUserError(f"{flag} must be >= 1 (pairs), got {value}; leave it out for all")
+    if candidates < 1:
+        raise VecoUserError(f"--candidates must be >= 1, got {candidates}")
+
+
+def _write_tsv(path: str, rows: Sequence[Example]) -> None:
+    """:func:`write_tsv` through ``path.part`` and a rename: complete or absent."""
+    try:
+        write_tsv(f"{path}.part", rows)
+        os.replace(f"{path}.part", path)
+    finally:
+        if os.path.exists(f"{path}.part"):
+            os.remove(f"{path}.part")
+
+
 def build(
     corpora: Dict[str, str],
     train_lang: str,
@@ -112,11 +168,9 @@ def build(
     candidates: int = 16,
 ) -> Dict[str, int]:
     """Write the TSVs (see the module docstring) into ``output``; returns the example
-    count of each file."""
-    if train_lang not in corpora:
-        raise VecoUserError(f"--train-lang {train_lang}: no --corpus {train_lang}=DIR given")
+    count of each file. Nothing is written when a file would hold no example."""
+    check_settings(corpora, train_lang, max_train, max_eval, candidates)
     rng = random.Random(seed)
-    os.makedirs(output, exist_ok=True)
     files: Dict[str, List[Example]] = {}
     corpus = corpora[train_lang]
     for split, limit in (("train", max_train), ("valid", max_eval), ("test", max_eval)):
@@ -138,5 +192,13 @@ def build(
         rows, trans = examples(groups, rng, max_eval, candidates)
         files[f"test_{lang}.tsv"], files[f"test_{lang}.trans.tsv"] = trans, rows
     for name, rows in files.items():
-        write_tsv(os.path.join(output, name), rows)
+        if not rows:
+            raise VecoUserError(
+                f"no examples for {name}: no catalog of the corpus has two pairs with "
+                "different translations (a negative comes from the same catalog), or "
+                "every English sentence is in train.tsv; use larger corpora"
+            )
+    os.makedirs(output, exist_ok=True)
+    for name, rows in files.items():
+        _write_tsv(os.path.join(output, name), rows)
     return {name: len(rows) for name, rows in files.items()}

@@ -59,7 +59,8 @@ def read_word_pairs(path: str) -> List[Tuple[int, WordPair]]:
     """``(line number, (src, tgt))`` of a MUSE-style file; blank lines are skipped.
 
     A line with other than two whitespace-separated fields, or bytes that are not
-    UTF-8, is a :class:`VecoUserError` naming the file and line.
+    UTF-8, is a :class:`VecoUserError` naming the file and line; so is a file without
+    a single pair.
     """
     fix = "fix or remove that line"
     pairs: List[Tuple[int, WordPair]] = []
@@ -73,6 +74,11 @@ def read_word_pairs(path: str) -> List[Tuple[int, WordPair]]:
                 f"fields), found {len(fields)}: {line[:80]!r}; {fix}"
             )
         pairs.append((lineno, (fields[0], fields[1])))
+    if not pairs:
+        raise VecoUserError(
+            f"{path}: no word pairs (the file is empty); expected 'source_word target_word' "
+            "lines, e.g. veco-gettext-dictionary's train.txt"
+        )
     return pairs
 
 

@@ -101,7 +101,9 @@ def parse_decoder_layers(spec: str, num_layers: int) -> List[int]:
 
     ``spec`` is ``all``, ``first:N``, ``last:N`` (paper Table 4: last is better) or an
     explicit comma-separated list such as ``18,19,20,21,22,23``; ``num_layers`` is the
-    pre-trained depth. Raises :class:`NmtInitError` (one line) when out of range.
+    pre-trained depth. A single number is refused as ambiguous (fairseq-train's
+    ``--decoder-layers 6`` is a depth; ``6,`` is the list of one layer). Raises
+    :class:`NmtInitError` (one line) when out of range.
     """
     text = spec.strip().lower()
     if text == "all":
@@ -120,6 +122,12 @@ def parse_decoder_layers(spec: str, num_layers: int) -> List[int]:
                 f"depth {num_layers}"
             )
         return list(range(n)) if which == "first" else list(range(num_layers - n, num_layers))
+    if text.isdigit():  # one index, or a depth as fairseq-train's --decoder-layers takes it?
+        raise NmtInitError(
+            f"--decoder-layers {spec!r} is ambiguous: for N decoder layers write last:N (or "
+            f"first:N), N >= 1; for one decoder layer from pre-trained layer {text} write "
+            f"'{text},'"
+        )
     try:
         layers = parse_layer_list(text)
     except ValueError:

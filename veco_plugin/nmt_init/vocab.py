@@ -9,6 +9,7 @@ from typing import Any, List, Mapping, Optional
 from fairseq.data import Dictionary
 
 from ..checkpoints.config import cfg_value
+from ..corpora.text import count_lines, input_file
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from .keymap import NmtInitError
 
@@ -26,9 +27,7 @@ def find_dictionary(explicit: Optional[str], pretrained: str, state: Mapping[str
     """``--dict``, else ``dict.txt`` next to ``pretrained``, else in the data directory of
     the checkpoint's config (``state``: the loaded checkpoint)."""
     if explicit:
-        if not os.path.isfile(explicit):
-            raise NmtInitError(f"--dict {explicit}: no such file")
-        return explicit
+        return input_file(explicit, "--dict", NmtInitError)
     candidates = [os.path.join(os.path.dirname(os.path.abspath(pretrained)), "dict.txt")]
     cfg = state.get("cfg")
     task = cfg.get("task") if cfg is not None else None
@@ -52,9 +51,12 @@ def _reduced_dictionary(
     with the pre-training dictionary when one is found."""
     from ..checkpoints.vocab_map import ReduceVocabError, read_vocab_map
 
+    count_lines(
+        input_file(vocab_map, "--vocab-map", NmtInitError), fix="rebuild it with veco-reduce-vocab"
+    )
     try:
         keep, symbols = read_vocab_map(vocab_map)
-    except (OSError, ReduceVocabError) as exc:
+    except ReduceVocabError as exc:
         raise NmtInitError(f"--vocab-map: {exc}") from None
     reduced = Dictionary()
     if symbols[: reduced.nspecial] != reduced.symbols or keep[: reduced.nspecial] != list(

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ..checkpoints.config import checkpoint_model_cfg
 from ..checkpoints.files import check_output, save_checkpoint
+from ..corpora.text import input_file
 from ..data.dictionary import MASK, DictionaryTask
 from ..models.veco_transformer import TIED_LAYER_MODULES
 from .keymap import InitReport, NmtInitError, init_nmt_state, parse_decoder_layers
@@ -58,7 +59,10 @@ def load_pretrained(path: str) -> Dict[str, Any]:
     try:
         state = load_trusted(path)
     except Exception as exc:  # corrupt or not a checkpoint
-        raise NmtInitError(f"{path}: cannot load ({exc})") from None
+        from ..checkpoints.load_errors import _not_a_checkpoint
+
+        why = _not_a_checkpoint(path) or f"cannot load ({exc})"
+        raise NmtInitError(f"--pretrained {path}: {why}") from None
     if not isinstance(state, dict) or "model" not in state:
         raise NmtInitError(f"{path} has no 'model' entry: not a fairseq checkpoint")
     return state
@@ -221,9 +225,13 @@ def write_init_checkpoint(options: InitOptions) -> Dict[str, Any]:
     from fairseq import utils as fairseq_utils
 
     fairseq_utils.import_user_module(Namespace(user_dir=PLUGIN_DIR))
-    if not os.path.isfile(options.pretrained):
-        raise NmtInitError(f"--pretrained {options.pretrained}: no such file")
+    input_file(options.pretrained, "--pretrained", NmtInitError)
     check_output(options.output)
+    if os.path.abspath(options.output) == os.path.abspath(options.pretrained):
+        raise NmtInitError(
+            f"--output {options.output} is the --pretrained checkpoint: writing it would "
+            "replace the pre-trained model; name another file"
+        )
     state = load_pretrained(options.pretrained)
     sizes = pretrained_sizes(state["model"], checkpoint_model_cfg(state))
     arch = resolve_arch(options.arch, sizes)
