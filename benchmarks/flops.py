@@ -26,13 +26,18 @@ import argparse
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
-# dense peak FLOP/s by device-name fragment and dtype (vendor datasheets, no sparsity)
+XLMR_VOCAB = 250002  # XLM-R's (and VECO's) sentencepiece vocabulary with fairseq's specials
+
+# dense peak FLOP/s by device-name fragment and dtype (vendor datasheets, no sparsity; the
+# first fragment found in the name counts: "L40S" before "L4"). fp32 is the non-tensor-core
+# rate: torch runs fp32 matrix products without TF32 unless told to
 PEAK_FLOPS: Dict[str, Dict[str, float]] = {
     "H200": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
     "H100 PCIe": {"bf16": 756e12, "fp16": 756e12, "fp32": 51e12},
     "H100": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},  # SXM
     "A100": {"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12},
     "V100": {"fp16": 125e12, "fp32": 15.7e12},
+    "L40S": {"bf16": 362e12, "fp16": 362e12, "fp32": 91.6e12},
     "L4": {"bf16": 121e12, "fp16": 121e12, "fp32": 30e12},
     "A10": {"bf16": 125e12, "fp16": 125e12, "fp32": 31e12},
 }
@@ -203,7 +208,7 @@ def main(argv=None) -> None:
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--dim", type=int, default=768)
     p.add_argument("--ffn", type=int, default=3072)
-    p.add_argument("--vocab", type=int, default=250002)
+    p.add_argument("--vocab", type=int, default=XLMR_VOCAB)
     p.add_argument("--pairs", type=int, default=16)
     p.add_argument("--length", type=int, default=128)
     p.add_argument("--tokens-per-second", type=float, help="measured, for MFU")

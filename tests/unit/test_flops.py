@@ -74,3 +74,14 @@ def test_step_flops_within_5_percent_of_the_counter(name, tmp_path):
     shapes = {k: flops.sub_batch(b, d.pad()) for k, b in sample.items()}
     want = flops.step_flops(name, size, shapes)["total"]
     assert abs(want - got) <= 0.05 * got, (want, got, want / got)
+
+
+def test_peak_of_the_first_device_fragment_in_the_name():
+    assert flops.peak_flops("NVIDIA H100 80GB HBM3", "bf16") == 989e12
+    assert flops.peak_flops("NVIDIA H100 PCIe", "fp16") == 756e12
+    assert flops.peak_flops("NVIDIA L40S", "bf16") == 362e12  # not the L4's 121
+    assert flops.peak_flops("NVIDIA L4", "bf16") == 121e12
+    assert flops.peak_flops("NVIDIA A100-SXM4-80GB", "fp32") == 19.5e12
+    assert flops.peak_flops("Tesla V100-SXM2-32GB", "bf16") is None  # no bf16 on Volta
+    assert flops.mfu(989e12, 2.0, "NVIDIA H100 80GB HBM3", "bf16") == 0.5
+    assert flops.mfu(1e12, 1.0, "cpu", "fp32") is None
