@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
+import tempfile
 from collections import Counter
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from ..checkpoints.vocab_map import (
     DICT_NAME,
@@ -37,6 +39,7 @@ from ..checkpoints.vocab_map import (
     select_rows,
     write_outputs,
 )
+from ..corpora.text import check_output_dir, input_file, read_lines, strict
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from .common import run_cli
 
@@ -78,20 +81,54 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """Every input a file, ``--output-dir`` a directory that can be made and not the one
+    holding ``--dict`` (its dict.txt would be replaced): before any reading."""
+    input_file(args.dict, "--dict", ReduceVocabError)
+    for path in args.data:
+        input_file(path, "--data", ReduceVocabError)
+    check_output_dir(args.output_dir, "--output-dir")
+    written = os.path.join(args.output_dir, DICT_NAME)
+    if os.path.exists(written) and os.path.samefile(written, args.dict):
+        raise ReduceVocabError(
+            f"--output-dir {args.output_dir} would overwrite --dict {args.dict} with the "
+            "reduced dictionary: name another directory"
+        )
+
+
+def write_atomically(output_dir: str, *outputs: Any) -> None:
+    """``write_outputs(output_dir, *outputs)`` through a temporary directory inside it:
+    dict.txt and vocab_map.tsv are both complete, or (an error, Ctrl-C) untouched."""
+    os.makedirs(output_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".reduce-vocab.", dir=output_dir)
+    try:
+        write_outputs(tmp, *outputs)
+        for name in (DICT_NAME, MAP_NAME):
+            os.replace(os.path.join(tmp, name), os.path.join(output_dir, name))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(args: argparse.Namespace) -> List[int]:
     if args.min_count < 1:
         raise ReduceVocabError("--min-count must be >= 1")
-    if not os.path.isfile(args.dict):
-        raise ReduceVocabError(f"--dict {args.dict}: no such file")
+    check_paths(args)
     dictionary = load_dictionary_with_mask(args.dict)
     counts: Counter = Counter()
     for path in args.data:
-        if not os.path.isfile(path):
-            raise ReduceVocabError(f"--data {path}: no such file")
-        with open(path, encoding="utf-8") as f:
-            counts.update(count_tokens(f))
+        counts.update(count_tokens(strict(read_lines(path))))
+    if not counts:
+        raise ReduceVocabError(
+            f"--data {' '.join(args.data)}: no tokens (empty files); give the "
+            "subword-encoded fine-tuning text"
+        )
+    if not any(s in dictionary.indices for s in counts):
+        raise ReduceVocabError(
+            f"none of the {len(counts)} token types of --data is in --dict {args.dict}: "
+            "encode the text with the sentencepiece model of this dictionary"
+        )
     rows = select_rows(dictionary.symbols, dictionary.nspecial, counts, args.min_count)
-    write_outputs(args.output_dir, dictionary.symbols, dictionary.nspecial, rows, counts)
+    write_atomically(args.output_dir, dictionary.symbols, dictionary.nspecial, rows, counts)
     unknown = sum(c for s, c in counts.items() if s not in dictionary.indices)
     total = sum(counts.values())
     logger.info(

@@ -25,6 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..corpora import subwords, text
 from ..errors import VecoUserError
+from ..outputs import check_output_file
 from .common import prog_from_argv, run_cli
 
 PROG = "veco-spm"
@@ -58,31 +59,82 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _at_least(flag: str, value: Optional[int], low: int = 1) -> None:
+    if value is not None and value < low:
+        raise VecoUserError(f"{flag} must be >= {low}, got {value}")
+
+
 def _pairs(files: Sequence[str]) -> List[Tuple[str, str]]:
+    """The SRC DST pairs: each SRC a non-empty file, each DST a file that can be written
+    (checked before any encoding)."""
     if len(files) % 2:
         raise VecoUserError(f"expected SRC DST pairs, got {len(files)} paths")
-    return list(zip(files[::2], files[1::2]))
+    pairs = list(zip(files[::2], files[1::2]))
+    for src, dst in pairs:
+        if os.path.getsize(text.input_file(src)) == 0:
+            raise VecoUserError(f"{src} is empty: nothing to encode; give the text file")
+        check_output_file(dst, f"{src}'s DST")
+    return pairs
+
+
+def _check_dict(dict_path: Optional[str]) -> None:
+    if dict_path:
+        check_output_file(dict_path, "--dict", "dict.txt")
+
+
+def _check_training(inputs: Sequence[str], model_prefix: str, flag: str, checked=()) -> None:
+    """The training text: files, UTF-8 (those not already ``checked``), not empty; the
+    model ``PREFIX.model`` writable, ``PREFIX`` not a directory."""
+    if os.path.isdir(model_prefix):
+        raise VecoUserError(
+            f"{flag} {model_prefix} is a directory: the model is written to PREFIX.model, "
+            f"e.g. {os.path.join(model_prefix, 'spm')}"
+        )
+    check_output_file(f"{model_prefix}.model", flag, "spm.model")
+    for path in inputs:
+        if path not in checked:
+            text.count_lines(text.input_file(path))
+        if os.path.getsize(path) == 0:
+            raise VecoUserError(f"{path} is empty: nothing to train on; give the text files")
 
 
 def _encode(model: str, files: Sequence[str], workers: int, dict_path: Optional[str]) -> None:
+    _at_least("--workers", workers)
     subwords.load_sentencepiece(model, "--model")  # a missing/bad model names this tool's flag
-    subwords.encode_files(model, _pairs(files), workers)
+    pairs = _pairs(files)
+    _check_dict(dict_path)
+    subwords.encode_files(model, pairs, workers)
     if dict_path and not os.path.exists(dict_path):
         subwords.write_dictionary(model, dict_path)
 
 
+def train(args: argparse.Namespace) -> None:
+    _at_least("--vocab-size", args.vocab_size)
+    _check_training(args.inputs, args.model_prefix, "--model-prefix")
+    subwords.train_sentencepiece(args.inputs, args.model_prefix, args.vocab_size)
+
+
 def prepare(args: argparse.Namespace) -> None:
+    _at_least("--train-vocab-size", args.train_vocab_size)
+    _at_least("--workers", args.workers)
+    if args.train_inputs and args.train_vocab_size is None:
+        raise VecoUserError("--train-inputs without --train-vocab-size: give both to train")
+    training = args.train_vocab_size is not None
+    if training and (not args.model.endswith(".model") or not args.train_inputs):
+        raise VecoUserError("training needs --model PREFIX.model and --train-inputs")
     pairs = _pairs(args.encode)
+    _check_dict(args.dict)
     print("== checking text", flush=True)
     text.check_parallel_text([(a, b) for a, b in args.parallel], args.files)
+    prefix = args.model[: -len(".model")]
+    if training:
+        checked = {p for pair in args.parallel for p in pair} | set(args.files)
+        _check_training(args.train_inputs, prefix, "--model", checked)
     for _, dst in pairs:
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-    if args.train_vocab_size:
-        if not args.model.endswith(".model") or not args.train_inputs:
-            raise VecoUserError("training needs --model PREFIX.model and --train-inputs")
+    if training:
         print(f"== training a joint sentencepiece model ({args.train_vocab_size} pieces)")
         sys.stdout.flush()
-        prefix = args.model[: -len(".model")]
         subwords.train_sentencepiece(args.train_inputs, prefix, args.train_vocab_size)
     print(f"== encoding text with {args.model}", flush=True)
     _encode(args.model, args.encode, args.workers, args.dict)
@@ -90,7 +142,7 @@ def prepare(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> None:
     if args.command == "train":
-        subwords.train_sentencepiece(args.inputs, args.model_prefix, args.vocab_size)
+        train(args)
     elif args.command == "encode":
         _encode(args.model, args.files, args.workers, args.dict)
     else:

@@ -22,9 +22,10 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from ..corpora import wmt14
+from ..corpora import text, wmt14
 from ..errors import VecoUserError
 from ..evaluation import bleu
+from ..outputs import check_output_file
 from .common import prog_from_argv, run_cli
 
 
@@ -73,6 +74,23 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_score_paths(args: argparse.Namespace) -> None:
+    """The inputs of ``score`` readable and not empty, its outputs writable: before the
+    hypotheses are read or decoded."""
+    for flag, path in (
+        ("--generate-output", args.generate_output),
+        ("--raw-ref", args.raw_ref),
+        ("--raw-src", args.raw_src),
+    ):
+        if path is not None:
+            text.input_file(path, flag)
+    if text.count_lines(args.raw_ref) == 0:
+        raise VecoUserError(f"--raw-ref {args.raw_ref} is empty: no reference to score against")
+    check_output_file(args.hyp_out, "--hyp-out", "test.hyp")
+    if args.json:
+        check_output_file(args.json, "--json", "scores.json")
+
+
 def main(args: argparse.Namespace) -> None:
     if args.command == "missing":
         for archive, url in wmt14.missing_archives(args.pair, args.raw_dir):
@@ -95,6 +113,7 @@ def main(args: argparse.Namespace) -> None:
             )
         )
     else:
+        check_score_paths(args)
         bleu.score(
             bleu.ScoreConfig(
                 generate_output=args.generate_output,

@@ -40,10 +40,13 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
+from ..outputs import write_text
 from .subwords import Encoder, encode_lines, fastbpe_encoder, spm_encoder
 from .text import (
     DropCounts,
+    check_output_dir,
     chunks,
+    input_file,
     normalize,
     ratio_exceeds,
     read_lines_strict,
@@ -354,6 +357,35 @@ class PrepareConfig:
     no_download: bool = False  # refuse up front when an archive is missing
 
 
+def check_config(cfg: PrepareConfig) -> None:
+    """Refuse flags that cannot make a corpus, and outputs that cannot be written, before
+    any reading."""
+    if not os.path.isdir(cfg.raw_dir):
+        raise VecoUserError(f"--raw-dir {cfg.raw_dir} is not a directory")
+    for flag, value in (
+        ("--min-len", cfg.clean.min_len),
+        ("--workers", cfg.workers),
+        ("--chunk-size", cfg.chunk_size),
+    ):
+        if value < 1:
+            raise VecoUserError(f"{flag} must be >= 1, got {value}")
+    if cfg.clean.max_len < cfg.clean.min_len:
+        raise VecoUserError(
+            f"--max-len {cfg.clean.max_len} is below --min-len {cfg.clean.min_len}: every "
+            "training pair would be dropped"
+        )
+    if not cfg.clean.ratio >= 1:
+        raise VecoUserError(
+            f"--ratio must be >= 1 (longer side / shorter side), got {cfg.clean.ratio}"
+        )
+    if cfg.bpe_vocab and not cfg.bpe_codes:
+        raise VecoUserError("--bpe-vocab goes with --bpe-codes (fastBPE), not --spm-model")
+    if cfg.bpe_vocab:
+        input_file(cfg.bpe_vocab, "--bpe-vocab")
+    check_output_dir(cfg.work_dir, "--work-dir")
+    check_output_dir(cfg.dest_dir, "--dest-dir")
+
+
 def _encoder(cfg: PrepareConfig) -> Encoder:
     if cfg.bpe_codes:
         return fastbpe_encoder(cfg.bpe_codes, cfg.bpe_vocab)
@@ -385,10 +417,33 @@ def _prepare_eval(
 def _prepare_train(
     cfg: PrepareConfig, raw: RawDir, encode: Encoder, train: Sequence[Corpus]
 ) -> Dict[str, DropCounts]:
-    """Clean and encode every training corpus into WORK/train.<lang>; counts per corpus."""
+    """Clean and encode every training corpus into WORK/train.<lang> (both written
+    atomically, none when no pair is left); counts per corpus."""
     src, tgt = cfg.pair.split("-")
-    out_src = open(os.path.join(cfg.work_dir, f"train.{src}"), "w", encoding="utf-8")
-    out_tgt = open(os.path.join(cfg.work_dir, f"train.{tgt}"), "w", encoding="utf-8")
+    paths = [os.path.join(cfg.work_dir, f"train.{lang}") for lang in (src, tgt)]
+    try:
+        counts = _write_train(cfg, raw, encode, train, [f"{p}.part" for p in paths])
+        if sum(c.kept for c in counts.values()) == 0:
+            raise VecoUserError(
+                "no training pairs left after cleaning: "
+                + "; ".join(f"{n}: {c.summary()}" for n, c in counts.items())
+            )
+        for path in paths:
+            os.replace(f"{path}.part", path)
+    finally:
+        for path in paths:
+            if os.path.exists(f"{path}.part"):
+                os.remove(f"{path}.part")
+    return counts
+
+
+def _write_train(
+    cfg: PrepareConfig, raw: RawDir, encode: Encoder, train: Sequence[Corpus], paths: List[str]
+) -> Dict[str, DropCounts]:
+    """The cleaned, encoded pairs of every corpus into ``paths`` (source, target)."""
+    src, tgt = cfg.pair.split("-")
+    out_src = open(paths[0], "w", encoding="utf-8")
+    out_tgt = open(paths[1], "w", encoding="utf-8")
     counts: Dict[str, DropCounts] = {}
     with out_src, out_tgt:
         for corpus in train:
@@ -416,6 +471,7 @@ def prepare(cfg: PrepareConfig) -> Dict[str, object]:
     """Valid/test (every sentence, raw text into DEST) and cleaned training pairs, all
     subword-encoded into WORK for fairseq-preprocess; the report in WORK/prepare.json."""
     train, valid, test = corpora_for(cfg.pair)
+    check_config(cfg)
     if cfg.no_download:
         for archive, url in missing_archives(cfg.pair, cfg.raw_dir):
             raise VecoUserError(f"{archive} is not in {cfg.raw_dir} (and --no-download): get {url}")
@@ -429,12 +485,8 @@ def prepare(cfg: PrepareConfig) -> Dict[str, object]:
     report["test"] = _prepare_eval(cfg, raw, encode, "test", test)
     counts = _prepare_train(cfg, raw, encode, train)
     report["train"] = {name: c.as_dict() for name, c in counts.items()}
-    total_kept = sum(c.kept for c in counts.values())
-    if total_kept == 0:
-        raise VecoUserError("no training pairs left after cleaning")
-    report["train_total"] = total_kept
-    with open(os.path.join(cfg.work_dir, "prepare.json"), "w") as f:
-        json.dump(report, f, indent=2)
+    report["train_total"] = sum(c.kept for c in counts.values())
+    write_text(os.path.join(cfg.work_dir, "prepare.json"), json.dumps(report, indent=2))
     return report
 
 
