@@ -125,6 +125,7 @@ def build_inputs(root: Path) -> Dict[str, str]:
 
     de_pairs = [(f"{en} {k}", f"{x} {k}") for k in range(2) for en, x in SENTENCES]
     corpus = _paraphrase_corpus(root / "corpus", {"a": de_pairs[:6], "b": de_pairs[6:]})
+    report = json.loads((corpus / "catalogs.json").read_text(encoding="utf-8"))
     _paraphrase_corpus(root / "corpus_single", {f"c{k}": [p] for k, p in enumerate(de_pairs)})
     for name, damage in (
         ("corpus_badjson", {"catalogs.json": b"{not json"}),
@@ -132,12 +133,13 @@ def build_inputs(root: Path) -> Dict[str, str]:
         ("corpus_nosplits", {"catalogs.json": b'{"tgt_lang": "de"}'}),
         ("corpus_short", {"test.de": "".join(f"{x}\n" for _, x in de_pairs[:-1]).encode()}),
         ("corpus_latin1", {"train.de": b"Caf\xe9\n" * len(de_pairs)}),
+        ("corpus_fr", {"catalogs.json": json.dumps({"tgt_lang": "de", **report}).encode()}),
     ):
         shutil.copytree(corpus, root / name)
         for file, data in damage.items():
             (root / name / file).write_bytes(data)
     for name in ("corpus", "corpus_single", "corpus_badjson", "corpus_latin1json",
-                 "corpus_nosplits", "corpus_short", "corpus_latin1"):  # fmt: skip
+                 "corpus_nosplits", "corpus_short", "corpus_latin1", "corpus_fr"):  # fmt: skip
         paths[name] = root / name
 
     from veco_plugin.corpora.subwords import train_sentencepiece
@@ -153,6 +155,13 @@ def build_inputs(root: Path) -> Dict[str, str]:
     for name in ("checkpoint.pt", "dict.txt"):
         shutil.copy(os.path.join(FROZEN, name), root / "pre" / name)
     paths["pre"] = root / "pre" / "checkpoint.pt"
+    import torch
+
+    torch.save({"weights": torch.zeros(2)}, root / "plain.pt")
+    paths["plain"] = root / "plain.pt"
+    paths["nmt_pt"] = root / "nmt_init" / "init.pt"  # a translation checkpoint
+    init_nmt.main(init_nmt.get_parser().parse_args(
+        ["--pretrained", str(paths["pre"]), "--output", str(paths["nmt_pt"])]))  # fmt: skip
     data = paths["pre"].read_bytes()
     put("trunc/checkpoint.pt", data[: len(data) // 2])
     paths["trunc"] = root / "trunc" / "checkpoint.pt"
@@ -252,6 +261,8 @@ CASES = [
          ["test.de 11", "catalogs.json counts 12"], ["gp"]),
     Case(GP, "split_latin1", _GP.replace("{corpus}", "{corpus_latin1}"),
          ["train.de line 1: not valid UTF-8"], ["gp"]),
+    Case(GP, "other_language", _GP + "--corpus fr={corpus_fr}",
+         ["--corpus fr=", "is the de corpus", "--corpus de="], ["gp"]),
     Case(GP, "candidates_zero", _GP + "--candidates 0", ["--candidates must be >= 1"], ["gp"]),
     Case(GP, "max_train_zero", _GP + "--max-train 0", ["--max-train must be >= 1"], ["gp"]),
     Case(GP, "max_eval_negative", _GP + "--max-eval -1", ["--max-eval must be >= 1"], ["gp"]),
@@ -280,6 +291,11 @@ CASES = [
          ["--pretrained", "file.txt: not a PyTorch checkpoint"], ["nmt"]),
     Case(NMT, "pretrained_truncated", _NMT + "--pretrained {trunc}",
          ["--pretrained", "trunc/checkpoint.pt: truncated"], ["nmt"]),
+    Case(NMT, "pretrained_plain_torch", _NMT + "--pretrained {plain}",
+         ["--pretrained", "plain.pt has no 'model' entry"], ["nmt"]),
+    Case(NMT, "pretrained_translation", _NMT + "--pretrained {nmt_pt}",
+         ["--pretrained", "holds a veco_transformer_tiny model", "--task veco_pretraining"],
+         ["nmt"]),
     Case(NMT, "output_is_pretrained", "--pretrained {pre} --output {pre}",
          ["--output", "is the --pretrained checkpoint"]),
     Case(NMT, "output_dir", _NMT + "--output {dir}", ["--output", "dir is a directory"]),
@@ -385,6 +401,8 @@ CASES = [
          ["--json", "file.txt is a file"], ["hyp"]),
     Case(WMT, "score_gen_missing", _SCORE + "--generate-output {root}/no.txt",
          ["--generate-output", "no.txt: no such file"], ["hyp"]),
+    Case(WMT, "score_gen_latin1", _SCORE + "--generate-output {latin1_txt}",
+         ["latin1.txt line 2: not valid UTF-8"], ["hyp"]),
     Case(WMT, "score_ref_latin1", _SCORE + "--raw-ref {latin1_txt}",
          ["latin1.txt line 2: not valid UTF-8"], ["hyp"]),
     Case(WMT, "score_ref_empty", _SCORE + "--raw-ref {empty_txt}", ["--raw-ref", "is empty"],
@@ -449,6 +467,12 @@ def test_one_decoder_layer_is_written_with_a_comma(p, tmp_path):
     ckpt = init_nmt.main(init_nmt.get_parser().parse_args(
         ["--pretrained", p["pre"], "--output", str(out), "--decoder-layers", "0,"]))  # fmt: skip
     assert ckpt["extra_state"]["veco_init_nmt"]["decoder_source_layers"] == [0]
+
+
+def test_spm_makes_the_folders_of_its_outputs(p, tmp_path):
+    spm.cli_main(["encode", "--model", p["spm"], "--dict", str(tmp_path / "a" / "dict.txt"),
+                  f"{TEXT}/valid.en", str(tmp_path / "b" / "valid.spm.en")])  # fmt: skip
+    assert (tmp_path / "a" / "dict.txt").is_file() and (tmp_path / "b" / "valid.spm.en").is_file()
 
 
 def test_word_lists_refuse_three_fields_and_empty_files(p):

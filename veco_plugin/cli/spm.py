@@ -103,14 +103,18 @@ def _encode(model: str, files: Sequence[str], workers: int, dict_path: Optional[
     subwords.load_sentencepiece(model, "--model")  # a missing/bad model names this tool's flag
     pairs = _pairs(files)
     _check_dict(dict_path)
+    for _, dst in pairs:
+        os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
     subwords.encode_files(model, pairs, workers)
     if dict_path and not os.path.exists(dict_path):
+        os.makedirs(os.path.dirname(os.path.abspath(dict_path)), exist_ok=True)
         subwords.write_dictionary(model, dict_path)
 
 
 def train(args: argparse.Namespace) -> None:
     _at_least("--vocab-size", args.vocab_size)
     _check_training(args.inputs, args.model_prefix, "--model-prefix")
+    os.makedirs(os.path.dirname(os.path.abspath(args.model_prefix)), exist_ok=True)
     subwords.train_sentencepiece(args.inputs, args.model_prefix, args.vocab_size)
 
 
@@ -122,7 +126,7 @@ def prepare(args: argparse.Namespace) -> None:
     training = args.train_vocab_size is not None
     if training and (not args.model.endswith(".model") or not args.train_inputs):
         raise VecoUserError("training needs --model PREFIX.model and --train-inputs")
-    pairs = _pairs(args.encode)
+    _pairs(args.encode)  # checked before the text is read
     _check_dict(args.dict)
     print("== checking text", flush=True)
     text.check_parallel_text([(a, b) for a, b in args.parallel], args.files)
@@ -130,9 +134,7 @@ def prepare(args: argparse.Namespace) -> None:
     if training:
         checked = {p for pair in args.parallel for p in pair} | set(args.files)
         _check_training(args.train_inputs, prefix, "--model", checked)
-    for _, dst in pairs:
-        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-    if training:
+        os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
         print(f"== training a joint sentencepiece model ({args.train_vocab_size} pieces)")
         sys.stdout.flush()
         subwords.train_sentencepiece(args.train_inputs, prefix, args.train_vocab_size)

@@ -84,6 +84,7 @@ def check_score_paths(args: argparse.Namespace) -> None:
     ):
         if path is not None:
             text.input_file(path, flag)
+    text.count_lines(args.generate_output, fix="give the log fairseq-generate wrote")
     if text.count_lines(args.raw_ref) == 0:
         raise VecoUserError(f"--raw-ref {args.raw_ref} is empty: no reference to score against")
     check_output_file(args.hyp_out, "--hyp-out", "test.hyp")

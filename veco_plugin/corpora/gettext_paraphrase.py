@@ -71,6 +71,14 @@ def catalog_counts(corpus: str, split: str) -> Dict[str, int]:
 def read_catalog_groups(corpus: str, lang: str, split: str) -> List[List[Pair]]:
     """The pairs of ``split`` grouped by catalog, in the corpus' order."""
     counts = catalog_counts(corpus, split)
+    if not os.path.isfile(os.path.join(corpus, f"{split}.{lang}")):
+        with open(os.path.join(corpus, "catalogs.json"), encoding="utf-8") as f:
+            made_for = json.load(f).get("tgt_lang")
+        if made_for and made_for != lang:
+            raise VecoUserError(
+                f"--corpus {lang}={corpus} is the {made_for} corpus (catalogs.json): "
+                f"--corpus {made_for}={corpus}, and its own directory for {lang}"
+            )
     en = list(read_lines_strict(os.path.join(corpus, f"{split}.en")))
     tgt = list(read_lines_strict(os.path.join(corpus, f"{split}.{lang}")))
     if len(en) != len(tgt) or len(en) != sum(counts.values()):

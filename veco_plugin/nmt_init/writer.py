@@ -64,8 +64,25 @@ def load_pretrained(path: str) -> Dict[str, Any]:
         why = _not_a_checkpoint(path) or f"cannot load ({exc})"
         raise NmtInitError(f"--pretrained {path}: {why}") from None
     if not isinstance(state, dict) or "model" not in state:
-        raise NmtInitError(f"{path} has no 'model' entry: not a fairseq checkpoint")
+        raise NmtInitError(f"--pretrained {path} has no 'model' entry: not a fairseq checkpoint")
     return state
+
+
+def checkpoint_sizes(path: str, state: Mapping[str, Any]) -> PretrainedSizes:
+    """:func:`pretrained_sizes` of the loaded ``state``; a checkpoint of another model (a
+    translation checkpoint, veco-init-nmt's own output) names its path and model."""
+    from ..checkpoints.load_errors import describe
+
+    try:
+        return pretrained_sizes(state["model"], checkpoint_model_cfg(state))
+    except NmtInitError as exc:
+        arch, task = describe(dict(state))
+        what = f"a {arch} model (task {task})" if arch != "?" else f"no encoder ({exc})"
+        raise NmtInitError(
+            f"--pretrained {path} holds {what}, not a pre-trained veco/XLM-R/RoBERTa "
+            "encoder: give the checkpoint of fairseq-train --task veco_pretraining (or "
+            "XLM-R's model.pt)"
+        ) from None
 
 
 def normalize_pretrained(
@@ -233,7 +250,7 @@ def write_init_checkpoint(options: InitOptions) -> Dict[str, Any]:
             "replace the pre-trained model; name another file"
         )
     state = load_pretrained(options.pretrained)
-    sizes = pretrained_sizes(state["model"], checkpoint_model_cfg(state))
+    sizes = checkpoint_sizes(options.pretrained, state)
     arch = resolve_arch(options.arch, sizes)
     arch_flags = size_flags(arch, sizes)
     layers = parse_decoder_layers(options.decoder_layers, sizes.layers)
