@@ -41,7 +41,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def parse_corpora(values: Sequence[str]) -> Dict[str, str]:
-    corpora = {}
+    corpora: Dict[str, str] = {}
     for value in values:
         lang, sep, path = value.partition("=")
         if not sep or not lang or not path:

@@ -68,7 +68,7 @@ def load_pretrained(path: str) -> Dict[str, Any]:
     return state
 
 
-def checkpoint_sizes(path: str, state: Mapping[str, Any]) -> PretrainedSizes:
+def checkpoint_sizes(path: str, state: Dict[str, Any]) -> PretrainedSizes:
     """:func:`pretrained_sizes` of the loaded ``state``; a checkpoint of another model (a
     translation checkpoint, veco-init-nmt's own output) names its path and model."""
     from ..checkpoints.load_errors import describe
@@ -76,7 +76,7 @@ def checkpoint_sizes(path: str, state: Mapping[str, Any]) -> PretrainedSizes:
     try:
         return pretrained_sizes(state["model"], checkpoint_model_cfg(state))
     except NmtInitError as exc:
-        arch, task = describe(dict(state))
+        arch, task = describe(state)
         what = f"a {arch} model (task {task})" if arch != "?" else f"no encoder ({exc})"
         raise NmtInitError(
             f"--pretrained {path} holds {what}, not a pre-trained veco/XLM-R/RoBERTa "
