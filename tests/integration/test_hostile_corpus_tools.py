@@ -155,6 +155,7 @@ def build_inputs(root: Path) -> Dict[str, str]:
     for name in ("checkpoint.pt", "dict.txt"):
         shutil.copy(os.path.join(FROZEN, name), root / "pre" / name)
     paths["pre"] = root / "pre" / "checkpoint.pt"
+    paths["pre_dict"] = root / "pre" / "dict.txt"
     import torch
 
     torch.save({"weights": torch.zeros(2)}, root / "plain.pt")
@@ -297,7 +298,9 @@ CASES = [
          ["--pretrained", "holds a veco_transformer_tiny model", "--task veco_pretraining"],
          ["nmt"]),
     Case(NMT, "output_is_pretrained", "--pretrained {pre} --output {pre}",
-         ["--output", "is the --pretrained checkpoint"]),
+         ["--output", "is the --pretrained file"]),
+    Case(NMT, "output_is_dict", _NMT + "--dict {pre_dict} --output {pre_dict}",
+         ["--output", "is the --dict file"]),
     Case(NMT, "output_dir", _NMT + "--output {dir}", ["--output", "dir is a directory"]),
     Case(NMT, "output_under_file", _NMT + "--output {file_txt}/x.pt",
          ["--output", "file.txt is a file"]),
@@ -399,6 +402,10 @@ CASES = [
     Case(WMT, "score_hyp_out_dir", _SCORE + "--hyp-out {dir}", ["--hyp-out", "dir is a directory"]),
     Case(WMT, "score_json_under_file", _SCORE + "--json {file_txt}/s.json",
          ["--json", "file.txt is a file"], ["hyp"]),
+    Case(WMT, "score_hyp_out_is_ref", _SCORE + "--hyp-out {ref_txt}",
+         ["--hyp-out", "would overwrite --raw-ref"]),
+    Case(WMT, "score_json_is_gen", _SCORE + "--json {gen_txt}",
+         ["--json", "would overwrite --generate-output"], ["hyp"]),
     Case(WMT, "score_gen_missing", _SCORE + "--generate-output {root}/no.txt",
          ["--generate-output", "no.txt: no such file"], ["hyp"]),
     Case(WMT, "score_gen_latin1", _SCORE + "--generate-output {latin1_txt}",
@@ -448,9 +455,10 @@ def test_refused_in_one_line(case, p, capsys, monkeypatch):
     assert not _leftovers(p["root"])
 
 
-def test_the_checkpoint_named_twice_is_left_as_it_was(p, capsys):
-    with open(os.path.join(FROZEN, "checkpoint.pt"), "rb") as f:
-        assert open(p["pre"], "rb").read() == f.read()
+def test_the_inputs_named_as_outputs_are_left_as_they_were(p):
+    for name, original in (("pre", "checkpoint.pt"), ("pre_dict", "dict.txt")):
+        assert Path(p[name]).read_bytes() == Path(FROZEN, original).read_bytes(), name
+    assert Path(p["ref_txt"]).read_text(encoding="utf-8") == "ein Satz\nnoch ein Satz\n"
 
 
 # ---------------------------------------------------------------- what is still accepted

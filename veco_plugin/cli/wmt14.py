@@ -19,6 +19,7 @@ corpora, reading and cleaning rules: :mod:`veco_plugin.corpora.wmt14`; scoring:
 """
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -90,6 +91,25 @@ def check_score_paths(args: argparse.Namespace) -> None:
     check_output_file(args.hyp_out, "--hyp-out", "test.hyp")
     if args.json:
         check_output_file(args.json, "--json", "scores.json")
+    inputs = {
+        os.path.abspath(path): flag
+        for flag, path in (
+            ("--generate-output", args.generate_output),
+            ("--raw-ref", args.raw_ref),
+            ("--raw-src", args.raw_src),
+        )
+        if path
+    }
+    for flag, path in (
+        ("--hyp-out", args.hyp_out),
+        ("--hyp-out", f"{args.hyp_out}.subword"),
+        ("--json", args.json),
+    ):
+        if path and os.path.abspath(path) in inputs:
+            raise VecoUserError(
+                f"{flag} {args.hyp_out if flag == '--hyp-out' else path} would overwrite "
+                f"{inputs[os.path.abspath(path)]} {path}: name another file"
+            )
 
 
 def main(args: argparse.Namespace) -> None:

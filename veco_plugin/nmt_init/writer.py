@@ -244,11 +244,16 @@ def write_init_checkpoint(options: InitOptions) -> Dict[str, Any]:
     fairseq_utils.import_user_module(Namespace(user_dir=PLUGIN_DIR))
     input_file(options.pretrained, "--pretrained", NmtInitError)
     check_output(options.output)
-    if os.path.abspath(options.output) == os.path.abspath(options.pretrained):
-        raise NmtInitError(
-            f"--output {options.output} is the --pretrained checkpoint: writing it would "
-            "replace the pre-trained model; name another file"
-        )
+    for flag, path in (
+        ("--pretrained", options.pretrained),
+        ("--dict", options.dict_path),
+        ("--vocab-map", options.vocab_map),
+    ):
+        if path and os.path.abspath(options.output) == os.path.abspath(path):
+            raise NmtInitError(
+                f"--output {options.output} is the {flag} file: writing the checkpoint would "
+                "replace it; name another file"
+            )
     state = load_pretrained(options.pretrained)
     sizes = checkpoint_sizes(options.pretrained, state)
     arch = resolve_arch(options.arch, sizes)
