@@ -40,7 +40,9 @@ def test_layouts_and_header(tmp_path):
 
 def test_wrong_column_count_names_file_and_line(tmp_path):
     path = _write(tmp_path / "bad.tsv", XNLI)
-    with pytest.raises(VecoUserError, match=r"bad.tsv:1: 3 columns, the pawsx layout has 4"):
+    with pytest.raises(
+        VecoUserError, match=r"bad.tsv:1: 3 tab-separated columns, the pawsx layout has 4"
+    ):
         read_tsv(path, "pawsx")
 
 

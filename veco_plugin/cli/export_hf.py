@@ -14,15 +14,20 @@ Needs ``transformers`` (``pip install 'veco_plugin[hf]'``). What is written:
 
 import argparse
 import logging
-import os
 from typing import Any, Dict, Optional, Sequence
 
+from fairseq import checkpoint_utils
+
 from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
+from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
-from ..export.hf import export_model, require_transformers
+from ..export.hf import export_model, read_spm_model, require_transformers
+from ..output_dirs import check_output_dir, staged_dir
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.export_hf")
+# the tasks whose checkpoints hold a pre-trained encoder load_model reads
+ENCODER_TASKS = ("veco_pretraining", "masked_lm", "multilingual_masked_lm")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -47,7 +52,10 @@ def get_parser() -> argparse.ArgumentParser:
         "recorded in CKPT)",
     )
     parser.add_argument(
-        "--output", required=True, metavar="DIR", help="directory to write (new or empty)"
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="directory to write (new or empty; its files appear when all are written)",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="write into a non-empty --output directory"
@@ -55,26 +63,36 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_output(output: str, overwrite: bool) -> None:
-    if os.path.isfile(output):
-        raise VecoUserError(f"--output {output} is a file; give a directory")
-    if os.path.isdir(output) and os.listdir(output) and not overwrite:
+def refuse_other_kinds(path: str) -> None:
+    """Refuse ``path`` when it is no pre-trained encoder's checkpoint (a translation model,
+    a fine-tuned classifier), naming its task: called when loading it failed, so that the
+    line says what to export instead of what the other task would need."""
+    try:
+        arch, task = describe(checkpoint_utils.load_checkpoint_to_cpu(path))
+    except Exception:  # unreadable: the loader's own error says why
+        return
+    if task not in ENCODER_TASKS:
         raise VecoUserError(
-            f"--output {output} is not empty: pass --overwrite or give a new directory"
+            f"--path {path}: a {task} checkpoint ({arch}), not a pre-trained encoder: "
+            f"veco-export-hf writes pre-trained encoders ({', '.join(ENCODER_TASKS)} "
+            "checkpoints); give the pre-trained checkpoint this one was initialized from"
         )
-    parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent):
-        raise VecoUserError(f"--output {output}: its parent directory does not exist")
 
 
 def main(args: argparse.Namespace) -> Dict[str, Any]:
     """Export ``args.path`` to ``args.output``; return the config written."""
     require_transformers()
-    check_output(args.output, args.overwrite)
+    check_output_dir(args.output, "--output", overwrite=args.overwrite)
     check_checkpoint_path(args.path)
     spm_model = find_spm_model(args.spm_model, args.path)
-    model, dictionary = load_model(args.path, args.dict)
-    report, config = export_model(model, dictionary, spm_model, args.output)
+    read_spm_model(spm_model)
+    try:
+        model, dictionary = load_model(args.path, args.dict)
+    except (VecoUserError, OSError):
+        refuse_other_kinds(args.path)
+        raise
+    with staged_dir(args.output) as stage:
+        report, config = export_model(model, dictionary, spm_model, stage)
     logger.info(
         "wrote %s: XLM-R, %d layers x %d, %d symbols, %d positions",
         args.output,

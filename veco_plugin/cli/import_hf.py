@@ -15,13 +15,16 @@ weights need the ``safetensors`` package. What is written: :mod:`veco_plugin.exp
 import argparse
 import logging
 import os
+import re
 from typing import Optional, Sequence
 
 from ..errors import VecoUserError
 from ..export.import_hf import CHECKPOINT_FILE, PAD, ImportResult, import_model
+from ..output_dirs import check_output_dir
 from .common import run_cli
 
 PROG = "veco-import-hf"
+HEAD_NAME = re.compile(r"\w+", re.ASCII)
 logger = logging.getLogger("veco_plugin.cli.import_hf")
 
 
@@ -40,7 +43,7 @@ def get_parser() -> argparse.ArgumentParser:
         dest="output",
         required=True,
         metavar="DIR",
-        help="directory to write (new or empty)",
+        help="directory to write (new or empty; its files appear when all are written)",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="write into a non-empty --out directory"
@@ -54,20 +57,19 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_output(output: str, overwrite: bool) -> None:
-    if os.path.isfile(output):
-        raise VecoUserError(f"--out {output} is a file; give a directory")
-    if os.path.isdir(output) and os.listdir(output) and not overwrite:
+def check_head_name(name: str) -> None:
+    """A classification head's name is one key part of fairseq's state dict."""
+    if not HEAD_NAME.fullmatch(name):
         raise VecoUserError(
-            f"--out {output} is not empty: pass --overwrite or give a new directory"
+            f"--classification-head-name {name!r}: letters, digits and '_' only (it becomes "
+            "part of the parameter names, e.g. sentence_classification_head)"
         )
-    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-        raise VecoUserError(f"--out {output}: its parent directory does not exist")
 
 
 def main(args: argparse.Namespace) -> ImportResult:
     """Import ``args.hf_dir`` into ``args.output``."""
-    check_output(args.output, args.overwrite)
+    check_head_name(args.classification_head_name)
+    check_output_dir(args.output, "--out", overwrite=args.overwrite)
     result = import_model(args.hf_dir, args.output, args.classification_head_name)
     shape = result.shape
     logger.info(

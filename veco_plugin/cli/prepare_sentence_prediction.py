@@ -14,6 +14,7 @@ what plug-in fine-tuning pairs each example with. Layouts and the output:
 
 import argparse
 import json
+import re
 from typing import Dict, Optional, Sequence, Tuple
 
 from ..corpora.xtreme import LAYOUTS, prepare
@@ -21,6 +22,7 @@ from ..errors import VecoUserError
 from .common import run_cli
 
 PROG = "veco-prepare-sentence-prediction"
+SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -40,13 +42,27 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def parse_splits(values: Sequence[str]) -> Dict[str, Tuple[str, Optional[str]]]:
+    """``--split NAME=TSV[,TRANSLATION_TSV]`` values as ``{NAME: (TSV, TRANSLATION_TSV)}``;
+    a split named twice, a name that is no file prefix or more than two files is refused."""
     splits: Dict[str, Tuple[str, Optional[str]]] = {}
     for value in values:
         name, sep, files = value.partition("=")
         if not sep or not name or not files:
             raise VecoUserError(f"--split {value}: expected NAME=TSV[,TRANSLATION_TSV]")
-        tsv, _, translation = files.partition(",")
-        splits[name] = (tsv, translation or None)
+        if not SPLIT_NAME.fullmatch(name):
+            raise VecoUserError(
+                f"--split {value}: the name {name!r} becomes a file name under --output: use "
+                "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
+            )
+        if name in splits:
+            raise VecoUserError(f"--split {name}= is given twice: give each split once")
+        tsv, *translation = files.split(",")
+        if len(translation) > 1 or not tsv:
+            raise VecoUserError(
+                f"--split {value}: expected NAME=TSV[,TRANSLATION_TSV] (one TSV and at most "
+                "one translation TSV, comma-separated)"
+            )
+        splits[name] = (tsv, translation[0] if translation and translation[0] else None)
     return splits
 
 

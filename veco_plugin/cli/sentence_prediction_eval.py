@@ -1,6 +1,7 @@
-"""``veco-sentence-eval``: accuracy of ``veco_sentence_prediction`` checkpoints on
-each test file, one table (zero-shot transfer: fine-tuned on one language, read on
-the others' files).
+"""``veco-sentence-eval``: accuracy of ``veco_sentence_prediction`` checkpoints (or of
+fine-tuned RoBERTa/XLM-R classifiers: :mod:`veco_plugin.checkpoints.classifier`) on each
+test file, one table (zero-shot transfer: fine-tuned on one language, read on the others'
+files).
 
 ::
 
@@ -22,8 +23,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils
 
+from ..checkpoints.classifier import load_classifier
 from ..data.translated_dataset import VecoTranslatedDataset
 from ..errors import VecoUserError
+from ..outputs import check_output_file, write_text
 from .common import run_cli
 
 PROG = "veco-sentence-eval"
@@ -40,6 +43,43 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_data(data: str, splits: Sequence[str]) -> None:
+    """DATA is ``veco-prepare-sentence-prediction``'s layout and holds every split."""
+    if not os.path.isdir(data):
+        what = " is a file" if os.path.exists(data) else ": no such directory"
+        raise VecoUserError(
+            f"--data {data}{what}: give the DATA directory veco-prepare-sentence-prediction wrote"
+        )
+    for key in ("input0", "label"):
+        if not os.path.isfile(os.path.join(data, key, "dict.txt")):
+            raise VecoUserError(
+                f"--data {data} has no {key}/dict.txt: give the DATA directory "
+                "veco-prepare-sentence-prediction wrote"
+            )
+    held = sorted(
+        f[: -len(".idx")] for f in os.listdir(os.path.join(data, "input0")) if f.endswith(".idx")
+    )
+    for split in splits:
+        if split not in held:
+            raise VecoUserError(
+                f"--splits {','.join(splits)}: {data} has no split {split!r} (it holds "
+                f"{', '.join(held) or 'none'}): binarize it with veco-prepare-sentence-"
+                f"prediction --split {split}=TSV, or name one of those"
+            )
+
+
+def parse_splits(value: str) -> List[str]:
+    splits = value.split(",")
+    if not value or "" in splits:
+        raise VecoUserError(
+            f"--splits {value!r}: comma-separated split names, none empty (e.g. test_en,test_de)"
+        )
+    twice = sorted({s for s in splits if splits.count(s) > 1})
+    if twice:
+        raise VecoUserError(f"--splits {value}: {twice[0]} is named twice: name each split once")
+    return splits
+
+
 def accuracy(task, model, criterion, dataset, batch_size: int) -> float:
     """Accuracy (%) of the examples x (``x_accuracy``) over ``dataset``."""
     batches = task.get_batch_iterator(
@@ -54,14 +94,41 @@ def accuracy(task, model, criterion, dataset, batch_size: int) -> float:
     return 100.0 * correct / max(total, 1)
 
 
+def load(name: str, path: str, data: str):
+    """``(model, cfg, task)`` of the classifier ``--checkpoint name=path`` on DATA; a file
+    that is no usable checkpoint is one line naming the flag."""
+    try:
+        model, cfg, task = load_classifier(path, data)
+    except VecoUserError as exc:
+        message = str(exc).removeprefix("--path ")
+        raise VecoUserError(
+            f"--checkpoint {name}={message}"
+            if message.startswith(path)
+            else f"--checkpoint {name}={path}: {message}"
+        ) from None
+    except Exception:
+        try:  # an unreadable file: the plugin's checkpoint reader says why in one line
+            checkpoint_utils.load_checkpoint_to_cpu(path)
+        except VecoUserError as exc:
+            raise VecoUserError(f"--checkpoint {name}={exc}") from None
+        raise
+    head = model.classification_heads[cfg.task.classification_head_name]
+    classes = head.out_proj.out_features
+    symbols = task.label_dictionary.symbols[task.label_dictionary.nspecial :]
+    labels = [s for s in symbols if s != "<mask>"]  # the task adds <mask> to every dict
+    if len(labels) != classes:
+        raise VecoUserError(
+            f"--checkpoint {name}={path}: its head has {classes} classes, {data}/label/dict.txt "
+            f"{len(labels)} labels: evaluate on the data of the task it was fine-tuned for"
+        )
+    return model, cfg, task
+
+
 def evaluate(
     data: str, name: str, path: str, splits: Sequence[str], batch_size: int
 ) -> Dict[str, Dict[str, Optional[float]]]:
     """``{column: {split: accuracy or None}}`` of one checkpoint."""
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [path], arg_overrides={"data": data}
-    )
-    model = models[0].eval()
+    model, cfg, task = load(name, path, data)
     criterion = task.build_criterion(cfg.criterion)
     plug_in = cfg.task.plug_mode == "in"
     columns: Dict[str, Dict[str, Optional[float]]] = {name: {}}
@@ -92,26 +159,42 @@ def table(columns: Dict[str, Dict[str, Optional[float]]], splits: Sequence[str])
 
 
 def parse_checkpoints(values: Sequence[str]) -> List[Tuple[str, str]]:
-    out = []
+    out: List[Tuple[str, str]] = []
     for value in values:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
             raise VecoUserError(f"--checkpoint {value}: expected NAME=PATH")
+        if os.path.isdir(path):
+            raise VecoUserError(
+                f"--checkpoint {value} is a directory: name the checkpoint file, e.g. "
+                f"{name}={os.path.join(path, 'checkpoint_best.pt')}"
+            )
         if not os.path.isfile(path):
             raise VecoUserError(f"--checkpoint {value}: no such file {path}")
+        if name in [n for n, _ in out] or name.endswith("+tr"):
+            raise VecoUserError(
+                f"--checkpoint {value}: the column {name} is taken (each NAME once; a plug-in "
+                "checkpoint NAME also gets NAME+tr): give each checkpoint its own NAME"
+            )
         out.append((name, path))
     return out
 
 
 def main(args: argparse.Namespace) -> Dict[str, Dict[str, Optional[float]]]:
-    splits = [s for s in args.splits.split(",") if s]
+    """Check every flag, then evaluate each checkpoint; print (and write) the table."""
+    splits = parse_splits(args.splits)
+    if args.batch_size < 1:
+        raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
+    if args.json:
+        check_output_file(args.json, "--json", "scores.json")
+    checkpoints = parse_checkpoints(args.checkpoint)
+    check_data(args.data, splits)
     columns: Dict[str, Dict[str, Optional[float]]] = {}
-    for name, path in parse_checkpoints(args.checkpoint):
+    for name, path in checkpoints:
         columns.update(evaluate(args.data, name, path, splits, args.batch_size))
     print(table(columns, splits))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(columns, f, indent=2)
+        write_text(args.json, json.dumps(columns, indent=2) + "\n")
     return columns
 
 

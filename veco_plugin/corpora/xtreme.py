@@ -21,7 +21,6 @@ Binarized output (``DATA``), one directory per input as fairseq's
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 from dataclasses import dataclass
@@ -30,8 +29,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.data import Dictionary, indexed_dataset
 
+from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
+from ..output_dirs import check_output_dir, staged_dir
 from .subwords import encode_lines, spm_encoder
+from .text import BadLine, read_lines
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ LAYOUTS: Dict[str, Layout] = {
     "single": Layout(columns=2, first=0, second=None, label=1),
 }
 _HEADER_LABELS = ("label", "gold_label")
+# above this share of <unk> among the train split's pieces, --dict is not --spm-model's
+MAX_UNKNOWN = 0.5
+CHECKED_LINES = 10000
 
 
 @dataclass(frozen=True)
@@ -59,24 +64,61 @@ class Example:
     label: str
 
 
+def _row_error(path: str, lineno: int, row: List[str], layout: str) -> VecoUserError:
+    """A line of ``path`` without the columns of ``layout``: what it is and the fix."""
+    columns = LAYOUTS[layout].columns
+    where = f"{path}:{lineno}"
+    if row == [""]:
+        return VecoUserError(
+            f"{where}: an empty line (the {layout} layout has {columns} tab-separated "
+            "columns): remove it, and its line in a translation TSV"
+        )
+    fits = [name for name, spec in LAYOUTS.items() if spec.columns == len(row)]
+    fix = (
+        f"is it --layout {fits[0]}?"
+        if fits
+        else f"fix the line or pick --layout ({', '.join(LAYOUTS)})"
+    )
+    return VecoUserError(
+        f"{where}: {len(row)} tab-separated columns, the {layout} layout has {columns}: {fix}"
+    )
+
+
+def _label(path: str, lineno: int, text: str) -> str:
+    """The label of a line: one non-empty token, as fairseq's label dictionary reads it."""
+    label = text.strip()
+    if not label:
+        raise VecoUserError(f"{path}:{lineno}: an empty label: every example needs one")
+    if len(label.split()) > 1:
+        raise VecoUserError(
+            f"{path}:{lineno}: label {label!r} holds a space, and fairseq reads a label as "
+            f"one token: join its words (e.g. {'_'.join(label.split())!r}) in every split"
+        )
+    return label
+
+
 def read_tsv(path: str, layout: str) -> List[Example]:
-    """The examples of ``path`` in ``layout``; a wrong column count is a
-    :class:`VecoUserError` naming the file, the line and the layout."""
+    """The examples of ``path`` (UTF-8, lines split at ``\\n``, a ``\\r`` before it dropped)
+    in ``layout``; a missing file, a line that is not UTF-8 or has another column count,
+    an empty label or one with a space, and a file without examples are a
+    :class:`VecoUserError` naming the file (and the line) and the fix."""
+    if os.path.isdir(path):
+        raise VecoUserError(f"{path} is a directory: give the TSV file")
     spec = LAYOUTS[layout]
     examples = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for lineno, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-            if len(row) != spec.columns:
-                raise VecoUserError(
-                    f"{path}:{lineno}: {len(row)} columns, the {layout} layout has "
-                    f"{spec.columns}; pick --layout ({', '.join(LAYOUTS)})"
-                )
-            if lineno == 1 and row[spec.label].strip().lower() in _HEADER_LABELS:
-                continue
-            second = None if spec.second is None else row[spec.second].strip()
-            examples.append(Example(row[spec.first].strip(), second, row[spec.label].strip()))
+    for lineno, line in enumerate(read_lines(path, keep_raw=True), 1):
+        if isinstance(line, BadLine):
+            raise VecoUserError(line.message("save the file as UTF-8"))
+        row = line.split("\t")
+        if len(row) != spec.columns:
+            raise _row_error(path, lineno, row, layout)
+        if lineno == 1 and row[spec.label].strip().lower() in _HEADER_LABELS:
+            continue
+        second = None if spec.second is None else row[spec.second].strip()
+        label = _label(path, lineno, row[spec.label])
+        examples.append(Example(row[spec.first].strip(), second, label))
     if not examples:
-        raise VecoUserError(f"{path}: no examples")
+        raise VecoUserError(f"{path}: no examples (an empty file, or a header only)")
     return examples
 
 
@@ -107,6 +149,69 @@ def _binarize(lines: Sequence[str], dictionary: Dictionary, prefix: str) -> None
     builder.finalize(prefix + ".idx")
 
 
+@dataclass
+class Split:
+    """A split read and checked: its examples and their line-aligned translations."""
+
+    tsv: str
+    examples: List[Example]
+    translated: Optional[List[Example]]
+
+
+def read_splits(splits: Dict[str, Tuple[str, Optional[str]]], layout: str) -> Dict[str, Split]:
+    """Every TSV of ``splits`` read (:func:`read_tsv`) and checked against the train split:
+    two labels or more there, no other label elsewhere, translations line-aligned."""
+    if "train" not in splits:
+        raise VecoUserError("--split train=TSV is needed (the label dictionary comes from it)")
+    read = {}
+    for name, (tsv, translation) in splits.items():
+        examples = read_tsv(tsv, layout)
+        translated = read_tsv(translation, layout) if translation else None
+        if translated is not None and len(translated) != len(examples):
+            raise VecoUserError(
+                f"{translation}: {len(translated)} examples, {tsv} has {len(examples)}: "
+                "a translation TSV must be line-aligned with its split"
+            )
+        read[name] = Split(tsv, examples, translated)
+    train = read["train"]
+    labels = sorted({e.label for e in train.examples})
+    if len(labels) < 2:
+        raise VecoUserError(
+            f"{train.tsv}: every example is labelled {labels[0]!r}: a classifier needs two "
+            "labels or more in the train split"
+        )
+    for split in read.values():
+        unknown = sorted({e.label for e in split.examples} - set(labels))
+        if unknown:
+            raise VecoUserError(
+                f"{split.tsv}: label {unknown[0]!r} does not occur in the train split "
+                f"{train.tsv} ({', '.join(labels)})"
+            )
+    return read
+
+
+def _load_tokens(dictionary: str) -> Dictionary:
+    """The token dictionary (``--dict``)."""
+    try:
+        return load_dictionary(dictionary)
+    except VecoUserError as exc:
+        raise VecoUserError(f"--dict {exc}") from None
+
+
+def _check_known(lines: Sequence[str], tokens: Dictionary, spm_model: str, dictionary: str):
+    """Refuse a dictionary that is not the sentencepiece model's: most of the pieces of
+    ``lines`` (the train split's, encoded; the first :data:`CHECKED_LINES`) would read as
+    ``<unk>``."""
+    pieces = [p for line in lines[:CHECKED_LINES] for p in line.split()]
+    unknown = [p for p in pieces if tokens.index(p) == tokens.unk()]
+    if len(unknown) > MAX_UNKNOWN * len(pieces):
+        raise VecoUserError(
+            f"--dict {dictionary}: {len(unknown)} of the {len(pieces)} pieces --spm-model "
+            f"{spm_model} makes of the train split are not in it (e.g. {unknown[0]!r}): give "
+            "the dict.txt that goes with this sentencepiece model (the checkpoint's)"
+        )
+
+
 def prepare(
     output: str,
     splits: Dict[str, Tuple[str, Optional[str]]],
@@ -116,46 +221,39 @@ def prepare(
 ) -> Dict[str, Dict[str, int]]:
     """Binarize ``splits`` (name -> (TSV, translation TSV or None)) into ``output``;
     the label dictionary comes from the ``train`` split. Returns per split the example
-    count and the label counts."""
-    if "train" not in splits:
-        raise VecoUserError("--split train=TSV is needed (the label dictionary comes from it)")
-    tokens = Dictionary.load(dictionary)
+    count and the label counts.
+
+    Everything is read, encoded and checked before anything is written; ``output``'s files
+    appear only once all are written (:func:`..output_dirs.staged_dir`)."""
+    check_output_dir(output, "--output")
+    read = read_splits(splits, layout)
+    tokens = _load_tokens(dictionary)
     encode = spm_encoder(spm_model)
-    read = {name: read_tsv(tsv, layout) for name, (tsv, _) in splits.items()}
-    labels = label_dictionary([e.label for e in read["train"]])
-    for key in ("input0", "input1", "trans0", "trans1"):
-        os.makedirs(os.path.join(output, key), exist_ok=True)
-        shutil.copyfile(dictionary, os.path.join(output, key, "dict.txt"))
-    os.makedirs(os.path.join(output, "label"), exist_ok=True)
-    labels.save(os.path.join(output, "label", "dict.txt"))
-    report = {}
-    for name, (tsv, translation) in splits.items():
-        examples = read[name]
-        unknown = sorted({e.label for e in examples} - set(labels.symbols))
-        if unknown:
-            raise VecoUserError(f"{tsv}: label {unknown[0]!r} does not occur in the train split")
-        sides = [("input", examples)]
-        if translation:
-            translated = read_tsv(translation, layout)
-            if len(translated) != len(examples):
-                raise VecoUserError(
-                    f"{translation}: {len(translated)} examples, {tsv} has {len(examples)}: "
-                    "a translation TSV must be line-aligned with its split"
-                )
-            sides.append(("trans", translated))
-        for key, rows in sides:
-            _binarize(
-                encode_lines(encode, [e.first for e in rows]), tokens, _at(output, key, 0, name)
-            )
+    encoded: Dict[Tuple[str, str, int], List[str]] = {}
+    for name, split in read.items():
+        for key, rows in (("input", split.examples), ("trans", split.translated)):
+            if rows is None:
+                continue
+            encoded[key, name, 0] = encode_lines(encode, [e.first for e in rows])
             if rows[0].second is not None:
-                seconds = [e.second or "" for e in rows]
-                _binarize(encode_lines(encode, seconds), tokens, _at(output, key, 1, name))
-        _binarize([e.label for e in examples], labels, os.path.join(output, "label", name))
-        report[name] = {"examples": len(examples)}
-        for label in labels.symbols[labels.nspecial :]:
-            report[name][f"label_{label}"] = sum(e.label == label for e in examples)
-    return report
+                encoded[key, name, 1] = encode_lines(encode, [e.second or "" for e in rows])
+    _check_known(encoded["input", "train", 0], tokens, spm_model, dictionary)
+    labels = label_dictionary([e.label for e in read["train"].examples])
+    with staged_dir(output) as stage:
+        for key in ("input0", "input1", "trans0", "trans1"):
+            os.makedirs(os.path.join(stage, key))
+            shutil.copyfile(dictionary, os.path.join(stage, key, "dict.txt"))
+        os.makedirs(os.path.join(stage, "label"))
+        labels.save(os.path.join(stage, "label", "dict.txt"))
+        for (key, name, side), lines in encoded.items():
+            _binarize(lines, tokens, os.path.join(stage, f"{key}{side}", name))
+        for name, split in read.items():
+            _binarize([e.label for e in split.examples], labels, os.path.join(stage, "label", name))
+    return {name: _counts(split.examples, labels) for name, split in read.items()}
 
 
-def _at(output: str, key: str, side: int, split: str) -> str:
-    return os.path.join(output, f"{key}{side}", split)
+def _counts(examples: Sequence[Example], labels: Dictionary) -> Dict[str, int]:
+    counts = {"examples": len(examples)}
+    for label in labels.symbols[labels.nspecial :]:
+        counts[f"label_{label}"] = sum(e.label == label for e in examples)
+    return counts

@@ -21,7 +21,7 @@ from fairseq.modules import LearnedPositionalEmbedding
 from ..checkpoints.config import cfg_value
 from ..errors import VecoUserError
 from .keymap import ExportReport, to_transformers
-from .tokenizer import aligned_model, fast_tokenizer
+from .tokenizer import aligned_model, fast_tokenizer, parse_model
 
 SPM_FILE = "sentencepiece.bpe.model"  # the name transformers' XLM-R tokenizer looks for
 TOKENIZER_FILE = "tokenizer.json"  # the tokenizers library's (fast tokenizer) file
@@ -111,23 +111,46 @@ def xlmr_config(shape: EncoderShape, dictionary: Dictionary) -> Dict[str, Any]:
     )
 
 
-def write_tokenizer(spm_model: str, dictionary: Dictionary, output: str, max_length: int) -> None:
-    """The aligned sentencepiece model, ``tokenizer.json`` built from it by :mod:`.tokenizer`
-    (not by transformers: 5.x would save its empty default vocabulary) and transformers'
-    tokenizer config in ``output``; then reread with ``AutoTokenizer``, which must give the
-    dictionary's symbols at their fairseq ids."""
-    transformers = require_transformers()
+def read_spm_model(spm_model: str) -> bytes:
+    """The bytes of ``--spm-model``, refused when missing or not a sentencepiece model."""
+    if os.path.isdir(spm_model):
+        raise VecoUserError(f"--spm-model {spm_model} is a directory: give the model file")
     if not os.path.isfile(spm_model):
         raise VecoUserError(f"--spm-model {spm_model}: no such file")
     with open(spm_model, "rb") as f:
-        try:
-            proto, counts = aligned_model(f.read(), dictionary.symbols)
-        except VecoUserError as exc:
-            raise VecoUserError(f"--spm-model {spm_model}: {exc}") from None
+        proto = f.read()
+    try:
+        parse_model(proto)
+    except VecoUserError as exc:
+        raise VecoUserError(
+            f"--spm-model {spm_model}: {exc}: give the sentencepiece model the checkpoint was "
+            "trained with"
+        ) from None
+    return proto
+
+
+def aligned_tokenizer(spm_model: str, dictionary: Dictionary) -> bytes:
+    """``--spm-model`` rewritten for ``dictionary`` (:func:`.tokenizer.aligned_model`)."""
+    try:
+        proto, counts = aligned_model(read_spm_model(spm_model), dictionary.symbols)
+    except VecoUserError as exc:
+        if str(exc).startswith("--spm-model"):
+            raise
+        raise VecoUserError(f"--spm-model {spm_model}: {exc}") from None
     if counts["pieces"] + 2 != len(dictionary):  # + <pad> + <mask>
         raise VecoUserError(
             f"{counts['pieces']} pieces + <pad> + <mask> but {len(dictionary)} dictionary symbols"
         )
+    return proto
+
+
+def write_tokenizer(proto: bytes, dictionary: Dictionary, output: str, max_length: int) -> None:
+    """The aligned sentencepiece model ``proto`` (:func:`aligned_tokenizer`),
+    ``tokenizer.json`` built from it by :mod:`.tokenizer` (not by transformers: 5.x would
+    save its empty default vocabulary) and transformers' tokenizer config in ``output``;
+    then reread with ``AutoTokenizer``, which must give the dictionary's symbols at their
+    fairseq ids."""
+    transformers = require_transformers()
     vocab_file = os.path.join(output, SPM_FILE)
     with open(vocab_file, "wb") as f:
         f.write(proto)
@@ -160,7 +183,8 @@ def export_model(
     model: RobertaModel, dictionary: Dictionary, spm_model: str, output: str
 ) -> Tuple[ExportReport, Dict[str, Any]]:
     """Write ``model`` (its plug-out encoder and LM head), its config and its tokenizer to
-    the directory ``output`` (created).
+    the directory ``output`` (created); everything that can be refused is refused before
+    the first file is written.
 
     Returns:
         the key report and the config written.
@@ -171,6 +195,7 @@ def export_model(
         raise VecoUserError(
             f"the dictionary has {len(dictionary)} symbols but the model {shape.vocab} rows"
         )
+    proto = aligned_tokenizer(spm_model, dictionary)
     state, report = to_transformers(model.state_dict())
     report.log()
     config = xlmr_config(shape, dictionary)
@@ -179,5 +204,5 @@ def export_model(
     os.makedirs(output, exist_ok=True)
     hf_model.save_pretrained(output)
     padding = model.encoder.sentence_encoder.padding_idx
-    write_tokenizer(spm_model, dictionary, output, max_length=shape.positions - padding - 1)
+    write_tokenizer(proto, dictionary, output, max_length=shape.positions - padding - 1)
     return report, config

@@ -24,7 +24,6 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
@@ -32,6 +31,7 @@ import torch
 from torch import Tensor
 
 from ..errors import VecoUserError
+from ..output_dirs import staged_dir
 from .hf import SPM_FILE, TOKENIZER_FILE, EncoderShape
 from .keymap import LM_HEAD, ImportReport, from_transformers
 from .tokenizer import MASK, SPECIALS
@@ -50,6 +50,15 @@ ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_accurate", "relu": "relu"}
 LAYER_NORM_EPS = 1e-5  # fairseq's RoBERTa LayerNorm, fixed
 PAD = 1  # fairseq's <pad>: position ids count from it in both toolkits
 SEED = 1  # fairseq's initialization of an LM head the model lacks
+# the sizes config.json must give
+SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+)
 # the sentencepiece pieces XLM-R's layout puts first (ids 0, 1, 2)
 SPM_SPECIALS = ("<unk>", "<s>", "</s>")
 
@@ -67,15 +76,20 @@ class ImportResult:
 # --- config.json -----------------------------------------------------------------------
 
 
+def _read_json(path: str) -> Any:
+    """The JSON value in ``path``; a file that is not UTF-8 JSON is a :class:`VecoUserError`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise VecoUserError(f"{path}: not JSON ({exc})") from None
+
+
 def read_config(hf_dir: str) -> Dict[str, Any]:
     path = os.path.join(hf_dir, CONFIG_FILE)
     if not os.path.isfile(path):
         raise VecoUserError(f"{hf_dir}: no {CONFIG_FILE}: not a Hugging Face model directory")
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VecoUserError(f"{path}: not JSON ({exc})") from None
+    config = _read_json(path)
     if not isinstance(config, dict):
         raise VecoUserError(f"{path}: not a model config (a JSON object)")
     return config
@@ -103,7 +117,9 @@ def encoder_shape(config: Dict[str, Any], path: str) -> EncoderShape:
     act = config.get("hidden_act", "gelu")
     if act not in ACTIVATIONS:
         raise VecoUserError(f"{path}: hidden_act {act!r}: one of {', '.join(ACTIVATIONS)} imports")
-    eps = float(config.get("layer_norm_eps", 1e-12))
+    eps = config.get("layer_norm_eps", 1e-12)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise VecoUserError(f"{path}: layer_norm_eps {eps!r}: not a number")
     if not math.isclose(eps, LAYER_NORM_EPS, rel_tol=1e-6):
         raise VecoUserError(
             f"{path}: layer_norm_eps {eps:g}: fairseq's RoBERTa layer norms have {LAYER_NORM_EPS:g}"
@@ -112,29 +128,52 @@ def encoder_shape(config: Dict[str, Any], path: str) -> EncoderShape:
         raise VecoUserError(
             f"{path}: pad_token_id {config['pad_token_id']}: XLM-R's (and fairseq's) is {PAD}"
         )
-    if int(config.get("type_vocab_size", 1)) > 1:
+    if config.get("type_vocab_size") not in (None, 0, 1):
         raise VecoUserError(
             f"{path}: type_vocab_size {config['type_vocab_size']}: fairseq's RoBERTa has no "
             "token types (only a one-type model, as every XLM-R, imports)"
         )
-    try:
-        shape = EncoderShape(
-            vocab=int(config["vocab_size"]),
-            dim=int(config["hidden_size"]),
-            layers=int(config["num_hidden_layers"]),
-            heads=int(config["num_attention_heads"]),
-            ffn=int(config["intermediate_size"]),
-            positions=int(config["max_position_embeddings"]),
-            activation=ACTIVATIONS[act],
-            eps=eps,
-            dropout=float(config.get("hidden_dropout_prob", 0.1)),
-            attention_dropout=float(config.get("attention_probs_dropout_prob", 0.1)),
+    sizes = {key: _size(config, key, path) for key in SIZES}
+    shape = EncoderShape(
+        vocab=sizes["vocab_size"],
+        dim=sizes["hidden_size"],
+        layers=sizes["num_hidden_layers"],
+        heads=sizes["num_attention_heads"],
+        ffn=sizes["intermediate_size"],
+        positions=sizes["max_position_embeddings"],
+        activation=ACTIVATIONS[act],
+        eps=eps,
+        dropout=probability(config, "hidden_dropout_prob", path),
+        attention_dropout=probability(config, "attention_probs_dropout_prob", path),
+    )
+    if shape.dim % shape.heads:
+        raise VecoUserError(
+            f"{path}: hidden_size {shape.dim} is not a multiple of num_attention_heads "
+            f"{shape.heads}: not a config an XLM-R model was made with"
         )
-    except KeyError as exc:
-        raise VecoUserError(f"{path}: no {exc.args[0]}: not a complete XLM-R config") from None
     if shape.positions <= PAD + 1:
         raise VecoUserError(f"{path}: max_position_embeddings {shape.positions}: too few")
     return shape
+
+
+def _size(config: Dict[str, Any], key: str, path: str) -> int:
+    """The positive whole number ``config[key]``."""
+    if key not in config:
+        raise VecoUserError(f"{path}: no {key}: not a complete XLM-R config")
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise VecoUserError(f"{path}: {key} {value!r}: a size, a whole number of 1 or more")
+    return value
+
+
+def probability(config: Dict[str, Any], key: str, path: str, default: float = 0.1) -> float:
+    """The dropout probability ``config[key]`` (``default`` when absent or null), in [0, 1)."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise VecoUserError(f"{path}: {key} {value!r}: a dropout probability, in [0, 1)")
+    return float(value)
 
 
 # --- weights ---------------------------------------------------------------------------
@@ -182,8 +221,14 @@ def read_weights(path: str) -> Dict[str, Tensor]:
     """The tensors of a weights file or of every shard its index lists."""
     if not path.endswith(INDEX_SUFFIX):
         return _read_one(path)
-    with open(path, encoding="utf-8") as f:
-        shards = sorted(set(json.load(f).get("weight_map", {}).values()))
+    index = _read_json(path)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise VecoUserError(
+            f"{path}: no weight_map: not a shard index (remove it, or restore the one "
+            "transformers wrote)"
+        )
+    shards = sorted(set(map(str, weight_map.values())))
     state: Dict[str, Tensor] = {}
     for shard in shards:
         shard_path = os.path.join(os.path.dirname(path), shard)
@@ -217,17 +262,19 @@ def spm_symbols(spm_path: str) -> List[str]:
 
 def check_tokenizer_json(path: str, symbols: List[str]) -> None:
     """Refuse a ``tokenizer.json`` whose vocabulary is not ``symbols`` at the same ids."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            model = json.load(f).get("model", {})
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VecoUserError(f"{path}: not JSON ({exc})") from None
+    tokenizer = _read_json(path)
+    model = tokenizer.get("model") if isinstance(tokenizer, dict) else None
+    if not isinstance(model, dict):
+        raise VecoUserError(
+            f"{path}: no tokenizer model: not a tokenizers file (remove it: {SPM_FILE} "
+            "alone is imported)"
+        )
     vocab = model.get("vocab")
     if model.get("type") != "Unigram" or not isinstance(vocab, list):
         raise VecoUserError(
             f"{path}: a {model.get('type')} tokenizer, not XLM-R's sentencepiece unigram"
         )
-    theirs = [entry[0] for entry in vocab]
+    theirs = [entry[0] if isinstance(entry, list) and entry else None for entry in vocab]
     if theirs != symbols:
         wrong = next((i for i, (a, b) in enumerate(zip(theirs, symbols)) if a != b), None)
         where = (
@@ -332,7 +379,12 @@ def import_model(
     hf_dir: str, output: str, head_name: str = "sentence_classification_head"
 ) -> ImportResult:
     """Write ``hf_dir`` in fairseq's XLM-R layout to the directory ``output`` (new or
-    empty; its files appear only once all are written)."""
+    empty; its files appear only once all are written: :func:`..output_dirs.staged_dir`)."""
+    if os.path.isfile(hf_dir):
+        raise VecoUserError(
+            f"{hf_dir} is a file: give the Hugging Face model directory (the one holding "
+            f"{CONFIG_FILE})"
+        )
     if not os.path.isdir(hf_dir):
         raise VecoUserError(f"{hf_dir}: no such directory")
     config = read_config(hf_dir)
@@ -363,17 +415,15 @@ def import_model(
             f"{hf_dir}: the weights have {report.layers} layers, {CONFIG_FILE} says "
             f"{shape.layers}"
         )
-    pooler_dropout = config.get("classifier_dropout") or shape.dropout
-    os.makedirs(output, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=output, prefix=".import-") as tmp:
-        with open(os.path.join(tmp, DICT_FILE), "w", encoding="utf-8") as f:
+    config_path = os.path.join(hf_dir, CONFIG_FILE)
+    pooler_dropout = probability(config, "classifier_dropout", config_path, shape.dropout)
+    with staged_dir(output) as stage:
+        with open(os.path.join(stage, DICT_FILE), "w", encoding="utf-8") as f:
             f.writelines(f"{s} 1\n" for s in symbols[len(SPECIALS) : -1])
-        shutil.copyfile(spm_path, os.path.join(tmp, SPM_FILE))
-        cfg = fairseq_cfg(shape, os.path.abspath(output), float(pooler_dropout))
-        cfg.task.data = tmp  # the task reads dict.txt here; the checkpoint records output
+        shutil.copyfile(spm_path, os.path.join(stage, SPM_FILE))
+        cfg = fairseq_cfg(shape, os.path.abspath(output), pooler_dropout)
+        cfg.task.data = stage  # the task reads dict.txt here; the checkpoint records output
         model = build_model(cfg, state, report, head_name)
         cfg.task.data = os.path.abspath(output)
-        torch.save(checkpoint_state(cfg, model), os.path.join(tmp, CHECKPOINT_FILE))
-        for name in (DICT_FILE, SPM_FILE, CHECKPOINT_FILE):
-            os.replace(os.path.join(tmp, name), os.path.join(output, name))
+        torch.save(checkpoint_state(cfg, model), os.path.join(stage, CHECKPOINT_FILE))
     return ImportResult(shape=shape, report=report, weights=weights, symbols=len(symbols))

@@ -56,6 +56,18 @@ def _parse(model_proto: bytes) -> Any:
     return proto
 
 
+def parse_model(model_proto: bytes) -> Any:
+    """The ``ModelProto`` of the bytes of a sentencepiece model file; bytes that are no
+    such model (another file, a truncated copy) are a :class:`VecoUserError`."""
+    try:
+        proto = _parse(model_proto)
+    except Exception as exc:  # protobuf's DecodeError
+        raise VecoUserError(f"not a sentencepiece model ({exc})") from None
+    if not proto.pieces:
+        raise VecoUserError("not a sentencepiece model (no pieces)")
+    return proto
+
+
 def check_dictionary(symbols: Sequence[str]) -> List[str]:
     """The dictionary's ordinary symbols (after the specials, before ``<mask>``), checked
     against the layout transformers' XLM-R tokenizer assumes."""
@@ -95,10 +107,7 @@ def aligned_model(model_proto: bytes, symbols: Sequence[str]) -> Tuple[bytes, Di
         and counts: ``pieces`` written, ``unused`` symbols added as UNUSED pieces.
     """
     pb = _proto_module()
-    try:
-        old = _parse(model_proto)
-    except Exception as exc:  # protobuf's DecodeError
-        raise VecoUserError(f"not a sentencepiece model ({exc})") from None
+    old = parse_model(model_proto)
     Piece = pb.ModelProto.SentencePiece
     words = check_dictionary(symbols)
     unknown = [p for p in old.pieces if p.type == Piece.UNKNOWN]
