@@ -80,6 +80,8 @@ SEARCHED = ("masked_lm", "ca_mlm")  # the variants --max-tokens-search sizes
 
 
 def parse_args(argv=None):
+    from fairseq.data import Dictionary
+
     from veco_plugin.models.veco import ARCH_SIZES
 
     p = argparse.ArgumentParser(
@@ -89,7 +91,7 @@ def parse_args(argv=None):
     p.add_argument(
         "--size",
         choices=[f"veco_{name}" for name in ARCH_SIZES],
-        help="that architecture's layers, dim, FFN and heads, XLM-R's vocabulary",
+        help="that architecture's layers, dim, FFN and heads, XLM-R's 250002 embeddings",
     )
     p.add_argument("--layers", type=int)
     p.add_argument("--dim", type=int)
@@ -117,7 +119,7 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     if a.size:
         named = dict(zip(("layers", "dim", "ffn", "heads"), ARCH_SIZES[a.size[len("veco_") :]]))
-        named["vocab"] = flops.XLMR_VOCAB
+        named["vocab"] = flops.XLMR_VOCAB - len(Dictionary()) - 1  # with specials, <mask>
     for key, default in SHAPE.items():
         if getattr(a, key) is None:
             setattr(a, key, named[key] if a.size else default)
@@ -794,6 +796,7 @@ def setup(a, argv: Optional[Sequence[str]]) -> Dict[str, object]:
         "torch": torch.__version__,
         "cuda": torch.version.cuda if cuda else None,
         "dtype": a.dtype,
+        "size": a.size,
         "shape": {k: getattr(a, k) for k in SHAPE},
         "command": " ".join(["benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)]),
     }

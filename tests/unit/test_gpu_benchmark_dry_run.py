@@ -1,0 +1,106 @@
+"""benchmarks/gpu.py --dry-run: every stage of the GPU command end to end on the CPU at
+veco_tiny size, the JSON and the README tables it writes; run.py's batch-size search."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.runner import REPO, env
+
+BENCHMARKS = os.path.join(REPO, "benchmarks")
+STAGES = ["base_bf16", "base_fp16", "large_bf16", "max_tokens", "tests"]
+
+
+def load(name):
+    sys.path.insert(0, BENCHMARKS)
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", f"{BENCHMARKS}/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("limit", [1, 5, 64, 100])
+@pytest.mark.parametrize("largest", [0, 1, 3, 37, 64, 1000])
+def test_largest_fitting_doubles_then_bisects(limit, largest):
+    run = load("run")
+    found, tries = run.largest_fitting(lambda n: n <= largest, limit)
+    assert found == min(largest, limit)
+    assert all(ok == (n <= largest) and 1 <= n <= limit for n, ok in tries)
+    assert len(tries) == len({n for n, _ in tries}) <= 2 * limit.bit_length() + 1
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu")
+    proc = subprocess.run(
+        [sys.executable, f"{BENCHMARKS}/gpu.py", "--dry-run", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (path,) = out.glob("cpu-*.json")
+    return path, json.loads(path.read_text()), proc.stdout
+
+
+def test_every_stage_writes_its_figures(dry_run):
+    _, result, _ = dry_run
+    assert result["dry_run"] is True
+    assert {"device", "torch", "cuda", "fairseq", "numpy", "python"} <= set(result["environment"])
+    assert list(result["stages"]) == STAGES
+    for name, stage in result["stages"].items():
+        assert stage["returncode"] == 0 and stage["seconds"] > 0, name
+        assert stage["command"].startswith(("python benchmarks/run.py", "PYTHONPATH=")), name
+    for name in ("base_bf16", "base_fp16", "large_bf16"):
+        r = result["stages"][name]["result"]
+        assert (r["device"], r["cuda"], r["size"]) == ("cpu", None, "veco_tiny"), name
+        assert r["dtype"] == name.split("_")[1] and r["command"].startswith("benchmarks/run.py")
+        for variant in ("masked_lm", "ca_mlm", "tlm"):
+            assert r[f"{variant}_tokens_per_s"] > 0 and r[f"{variant}_peak_mem_mb"] > 0, variant
+            assert r[f"{variant}_mfu"] is None  # no peak FLOP/s for a CPU
+        assert r["ca_mlm_time_ratio"] > 0 and r["ca_mlm_mem_ratio"] > 1
+    assert "weam_tokens_per_s" not in result["stages"]["large_bf16"]["result"]  # --variants
+    search = result["stages"]["max_tokens"]["result"]
+    for key in ("max_tokens_masked_lm", "max_tokens_ca_mlm_checkpointed"):
+        assert search[key] > 0 and search[f"{key}_pairs"] == 3  # --search-max-pairs
+        assert search[f"{key}_peak_mem_mb"] > 0
+    assert (
+        search["max_tokens_ca_mlm_checkpointed_peak_mem_mb"]
+        < search["max_tokens_ca_mlm_peak_mem_mb"]
+    )
+
+
+def test_the_gpu_tests_are_selected_and_skip_on_cpu(dry_run):
+    _, result, _ = dry_run
+    tests = result["stages"]["tests"]
+    assert tests["skipped"] == len(tests["tests"]) >= 6 and tests["failed"] == 0
+    assert any("test_host_syncs" in t and "cuda" in t for t in tests["tests"])
+
+
+def test_readme_tables(dry_run):
+    path, _, _ = dry_run
+    md = path.with_suffix(".md").read_text()
+    assert "| veco_tiny | fp16 | ca_mlm |" in md and "| veco_tiny | bf16 | masked_lm |" in md
+    assert "| ca_mlm | " in md.split("Largest batch")[1]
+    assert "- base_bf16: " in md.split("targets for ca_mlm")[1]
+    assert "GPU tests: 0 passed, 0 failed" in md
+
+
+def test_previous_keeps_finished_stages(dry_run, tmp_path):
+    path, result, _ = dry_run
+    proc = subprocess.run(
+        [sys.executable, f"{BENCHMARKS}/gpu.py", "--dry-run", "--out", str(tmp_path)]
+        + ["--previous", str(path), "--stages", "base_bf16,tests"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "stages none" in proc.stdout
+    assert json.loads((tmp_path / path.name).read_text())["stages"] == result["stages"]
