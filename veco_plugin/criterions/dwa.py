@@ -24,3 +24,6 @@ class DwaCriterion(MaskedTermsCriterion):
     @staticmethod
     def term_weights(cfg):
         return {"mono_mlm": cfg.mlm_weight, "bi_tlm": cfg.tlm_weight, "bi_dwa": cfg.dwa_weight}
+
+    def asked_terms(self):
+        return {"bi_dwa": "--dwa-weight 0"}

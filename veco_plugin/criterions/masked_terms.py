@@ -1,5 +1,6 @@
 """The criterion every objective is: a recipe of weighted loss terms (``veco_plugin.terms``)."""
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List
@@ -10,7 +11,8 @@ from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 
 from ..errors import VecoUserError
-from ..terms import TERM_FAMILIES, VecoTerm
+from ..terms import TERM_FAMILIES, VecoTerm, check_weight, kind_of
+from ..terms.base import inner_model
 from ..terms.scores import logged_total
 from ..terms.translation_lm import TlmSettings
 
@@ -22,6 +24,21 @@ class DdpSettings(FairseqDataclass):
     ddp_backend: str = II("distributed_training.ddp_backend")
     find_unused_parameters: bool = II("distributed_training.find_unused_parameters")
     distributed_world_size: int = II("distributed_training.distributed_world_size")
+
+
+# sub-batch kind -> (what it is, the task flag that gives it, an example value)
+_DATA = {
+    "mono": ("monolingual", "--mono-langs", "LANG[,LANG...]"),
+    "bi": ("bilingual", "--bi-pairs", "SRC-TGT[,SRC-TGT...]"),
+}
+
+
+def _weight_flags(cfg: Any) -> Dict[str, float]:
+    """A recipe's weight settings: ``--mlm-weight`` -> value (its ``*_weight`` fields)."""
+    names = cfg.keys() if hasattr(cfg, "keys") else [f.name for f in dataclasses.fields(cfg)]
+    return {
+        "--" + n.replace("_", "-"): getattr(cfg, n) for n in names if str(n).endswith("_weight")
+    }
 
 
 def refuse_idle_parameters(cfg: DdpSettings, who: str, idle: str) -> None:
@@ -64,14 +81,31 @@ class MaskedTermsCriterion(FairseqCriterion):
     on its own (loss in bits per predicted token, and accuracy). Built from the
     criterion's dataclass config (``cfg``), as fairseq-train builds it.
 
-    ``extensions`` (model parts its terms need; the task builds them into the model)
-    and ``needs_warm_start`` (the task warns when training starts from random
-    weights) follow from the recipe."""
+    ``extensions`` (model parts its terms need; the task builds them into the model),
+    ``needs_warm_start`` (the task warns when training starts from random weights) and
+    ``reads_links`` (its weighted terms that read word alignments: the task refuses
+    bitext without them) follow from the recipe.
+
+    Refused when built, in one line naming the flag: a weight that is not a finite
+    number >= 0, every weight 0, a setting a term's equations forbid
+    (``VecoTerm.check_settings``), a term the user asked for (``asked_terms``) whose
+    sub-batch the task's data does not give, and a recipe with no term the data feeds."""
 
     def __init__(self, cfg: Any, task):
         super().__init__(task)
         self.cfg = cfg
+        weight_flags = _weight_flags(cfg)
+        for flag, value in weight_flags.items():
+            check_weight(f"{flag} {value}", value)
         self.weights: Dict[str, float] = self.term_weights(cfg)
+        if not any(self.weights.values()):
+            raise VecoUserError(
+                f"--criterion {cfg._name}: every loss weight is 0 "
+                f"({', '.join(weight_flags)}): nothing to train; give one a weight > 0"
+            )
+        for family in TERM_FAMILIES:
+            family.check_settings(cfg, self.weights)
+        self._check_data(cfg, task)
         self.terms: List[VecoTerm] = [
             family(cfg, task, self.weights)
             for family in TERM_FAMILIES
@@ -79,7 +113,45 @@ class MaskedTermsCriterion(FairseqCriterion):
         ]
         self.extensions = tuple(e for term in self.terms for e in term.extensions)
         self.needs_warm_start = any(term.warm_start for term in self.terms)
+        self.reads_links = tuple(
+            key for term in self.terms if term.reads_links for key in term.keys if term.on(key)
+        )
         self._check_ddp(cfg)
+
+    def asked_terms(self) -> Dict[str, str]:
+        """The terms the user asked for by name -> how to turn each off. Each must find
+        its sub-batch in the data; the recipe's other terms train where the data has
+        theirs (``ca_mlm`` on monolingual text alone is VECO without bitext)."""
+        return {}
+
+    def _check_data(self, cfg: Any, task) -> None:
+        """Every asked-for term, and at least one weighted term, has its sub-batch among
+        the task's ``mono_langs`` / ``bi_pairs`` (a task without them: not checked)."""
+        given = {"mono": getattr(task, "mono_langs", None), "bi": getattr(task, "bi_pairs", None)}
+        if any(value is None for value in given.values()):
+            return
+        for key, off in self.asked_terms().items():
+            kind = kind_of(key)
+            if self.weights.get(key) and kind is not None and not given[kind]:
+                what, flag, example = _DATA[kind]
+                raise VecoUserError(
+                    f"{self._asked_by()}: {key} reads {what} batches and {flag} names none: "
+                    f"add {flag} {example} (or {off})"
+                )
+        weighted = [key for key, weight in self.weights.items() if weight]
+        kinds = [kind_of(key) for key in weighted]
+        if all(kind is not None and not given[kind] for kind in kinds):
+            missing = sorted({kind for kind in kinds if kind is not None})
+            flags = " and ".join(f"{_DATA[k][1]} {_DATA[k][2]}" for k in missing)
+            raise VecoUserError(
+                f"--criterion {cfg._name} trains nothing: its weighted terms "
+                f"({', '.join(weighted)}) read {' and '.join(_DATA[k][0] for k in missing)} "
+                f"batches, which the command does not give: add {flags}"
+            )
+
+    def _asked_by(self) -> str:
+        """How the user named the recipe (the start of a refusal)."""
+        return f"--criterion {self.cfg._name}"
 
     def _check_ddp(self, cfg: Any) -> None:
         """Without a cross term (``mono_ca``/``bi_ca``) the cross-attention gets no
@@ -93,7 +165,10 @@ class MaskedTermsCriterion(FairseqCriterion):
         raise NotImplementedError
 
     def extend_model(self, model) -> None:
-        """Build the model parts this recipe's terms need (before the optimizer)."""
+        """Check the model against the terms (``VecoTerm.check_model``), then build the
+        model parts they need (before the optimizer)."""
+        for term in self.terms:
+            term.check_model(inner_model(model))
         for name in self.extensions:
             model.build_extension(name)
 

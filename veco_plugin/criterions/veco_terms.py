@@ -30,6 +30,14 @@ class VecoTermsConfig(CaSettings, DwaSettings, AlignSettings, TlmSettings, DdpSe
 
 @register_criterion("veco_terms", dataclass=VecoTermsConfig)
 class VecoTermsCriterion(MaskedTermsCriterion):
+    """Every term named in ``--terms`` must find its sub-batch in the data."""
+
     @staticmethod
     def term_weights(cfg):
         return parse_terms(cfg.terms)
+
+    def asked_terms(self):
+        return {key: f"drop {key} from --terms" for key in self.weights}
+
+    def _asked_by(self):
+        return f"--terms {self.cfg.terms}"

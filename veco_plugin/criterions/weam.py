@@ -27,3 +27,6 @@ class WeamCriterion(MaskedTermsCriterion):
     @staticmethod
     def term_weights(cfg):
         return {"mono_mlm": cfg.mlm_weight, "bi_tlm": cfg.tlm_weight, "bi_cp": cfg.cp_weight}
+
+    def asked_terms(self):
+        return {"bi_cp": "--cp-weight 0"}

@@ -20,7 +20,7 @@ import logging
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
-from ..data.word_links import load_word_links
+from ..data.word_links import alignment_prefix, load_word_links
 from ..data.zip_dataset import VecoZipDataset
 from ..distributed.resume import VecoEpochBatchIterator
 from ..errors import VecoUserError
@@ -128,6 +128,41 @@ def check_flags(cfg: "VecoPretrainingConfig") -> None:
             raise VecoUserError(
                 f"--bi-pairs: {pair!r} is not SRC-TGT (two different languages, e.g. en-de)"
             )
+    for flag, names in (("--mono-langs", cfg.mono_langs), ("--bi-pairs", cfg.bi_pairs)):
+        listed = _split_list(names)
+        twice = sorted({name for name in listed if listed.count(name) > 1})
+        if twice:
+            raise VecoUserError(
+                f"{flag} {names}: {', '.join(twice)} given twice (each is one corpus; "
+                "--multilang-sampling-alpha sets how often each is drawn)"
+            )
+    alpha = cfg.multilang_sampling_alpha
+    if not 0.0 <= alpha <= 1.0:
+        raise VecoUserError(
+            f"--multilang-sampling-alpha {alpha}: the smoothing exponent of q ∝ p^α (VECO "
+            "§4.1, XLM) is in [0, 1]: 0 draws every language equally, 1 as often as its data"
+        )
+    for flag, value in (
+        ("--max-mono-positions", cfg.max_mono_positions),
+        ("--max-bi-positions", cfg.max_bi_positions),
+    ):
+        if value < 3:
+            raise VecoUserError(
+                f"{flag} {value}: a segment is <s> pieces </s>: give at least 3 positions"
+            )
+    if cfg.cross_attention_only_updates < 0:
+        raise VecoUserError(
+            f"--cross-attention-only-updates {cfg.cross_attention_only_updates}: give a "
+            "number of updates >= 0 (0: train everything from the start)"
+        )
+    for key in ("mono_max_tokens", "bi_max_tokens", "mono_batch_size", "bi_batch_size"):
+        value = getattr(cfg, key)
+        if value is not None and value < 1:
+            unit = "tokens" if key.endswith("tokens") else "pairs"
+            raise VecoUserError(
+                f"--{key.replace('_', '-')} {value}: give a positive number of {unit} per "
+                "sub-batch (or leave it out: its share of the batch)"
+            )
 
 
 def check_data_dirs(cfg: "VecoPretrainingConfig", data: str) -> None:
@@ -189,6 +224,37 @@ def check_shards(cfg: "VecoPretrainingConfig", shards: List[str]) -> None:
             )
 
 
+def check_cross_attention_schedule(cfg: "VecoPretrainingConfig", criterion) -> None:
+    """``--cross-attention-only-updates N`` trains the cross-attention alone for N
+    updates: a criterion whose weighted terms never run it (no ``mono_ca``/``bi_ca``)
+    would have nothing to train (an update without any gradient)."""
+    weights = getattr(criterion, "weights", None)
+    if not cfg.cross_attention_only_updates or weights is None:
+        return
+    if not (weights.get("mono_ca") or weights.get("bi_ca")):
+        raise VecoUserError(
+            f"--cross-attention-only-updates {cfg.cross_attention_only_updates} trains only "
+            f"the cross-attention, which --criterion {cfg.criterion} never runs (no "
+            "mono_ca/bi_ca term): drop the flag (it is VECO's schedule, for ca_mlm)"
+        )
+
+
+def check_word_links(cfg: "VecoPretrainingConfig", readers, split: str, data: str) -> None:
+    """Every pair of ``data`` has ``split``'s word alignments (``fairseq-preprocess
+    --align-suffix``), which the criterion's terms ``readers`` read (WEAM's exchange
+    matrix, eq. 5)."""
+    for pair in _split_list(cfg.bi_pairs):
+        src, tgt = pair.split("-")
+        prefix = alignment_prefix(os.path.join(data, "bi", pair), split, src, tgt)
+        if not all(os.path.exists(f"{prefix}.{ext}") for ext in ("bin", "idx")):
+            raise VecoUserError(
+                f"--criterion {cfg.criterion}: {', '.join(readers)} reads word alignments, and "
+                f"{prefix}.{{bin,idx}} is missing: give scripts/prepare-pretraining-data.sh "
+                "a TEXT/train.align Pharaoh file (or --align-with eflomal), or binarize with "
+                "fairseq-preprocess --align-suffix"
+            )
+
+
 @register_task("veco_pretraining", dataclass=VecoPretrainingConfig)
 class VecoPretrainingTask(FairseqTask):
     cfg: VecoPretrainingConfig
@@ -203,6 +269,7 @@ class VecoPretrainingTask(FairseqTask):
         self._shards_checked = False
         self._model = None  # the last model built: build_criterion extends it
         self._warm_start = False  # the criterion's terms fail from random weights
+        self._reads_links: Tuple[str, ...] = ()  # the criterion's terms reading word links
 
     @classmethod
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
@@ -343,6 +410,8 @@ class VecoPretrainingTask(FairseqTask):
         the shards, one per epoch; every other split comes from the first."""
         if not self._shards_checked:
             check_shards(self.cfg, self.shards)
+            for shard in self.shards if self._reads_links else []:
+                check_word_links(self.cfg, self._reads_links, self.cfg.train_subset, shard)
             self._shards_checked = True
         if split != self.cfg.train_subset or len(self.shards) == 1:
             return self.shards[0]
@@ -361,6 +430,8 @@ class VecoPretrainingTask(FairseqTask):
         data = self._data_for(split, epoch)
         check_data_dirs(self.cfg, data)
         check_split(self.cfg, split, data)
+        if self._reads_links:
+            check_word_links(self.cfg, self._reads_links, split, data)
         train = split == self.cfg.train_subset  # shuffled and language-resampled
         parts = OrderedDict()
         if self.mono_langs:
@@ -400,7 +471,9 @@ class VecoPretrainingTask(FairseqTask):
         network, WEAM's exchange head) added to the model this task built: fairseq-train
         builds the model, then the criterion, then the optimizer and loads checkpoints."""
         criterion = super().build_criterion(cfg, from_checkpoint)
+        check_cross_attention_schedule(self.cfg, criterion)
         self._warm_start = getattr(criterion, "needs_warm_start", False)
+        self._reads_links = getattr(criterion, "reads_links", ())
         if self._model is not None and hasattr(criterion, "extend_model"):
             criterion.extend_model(self._model)
         return criterion

@@ -5,7 +5,7 @@ any weighted combination."""
 from typing import Dict, Tuple, Type
 
 from ..errors import VecoUserError
-from .base import VecoTerm, key_of, kind_of
+from .base import VecoTerm, check_weight, key_of, kind_of
 from .dictionary_alignment import DictionaryAlignmentTerm
 from .segments import SegmentTerms
 from .translation_lm import TranslationTerm
@@ -24,7 +24,8 @@ TERM_KEYS: Tuple[str, ...] = tuple(k for family in TERM_FAMILIES for k in family
 
 
 def parse_terms(text: str, flag: str = "--terms") -> Dict[str, float]:
-    """``"mono_mlm=1,bi_tlm=1,align=10"`` -> {key: weight}; one-line errors name the flag."""
+    """``"mono_mlm=1,bi_tlm=1,align=10"`` -> {key: weight}; one-line errors name the flag
+    (an unknown or repeated key, a weight that is not a finite number >= 0, all zero)."""
     weights: Dict[str, float] = {}
     for item in (t.strip() for t in text.split(",")):
         if not item:
@@ -39,6 +40,7 @@ def parse_terms(text: str, flag: str = "--terms") -> Dict[str, float]:
             raise VecoUserError(f"{flag}: {item!r}: the weight must be a number (KEY=WEIGHT)")
         if key in weights:
             raise VecoUserError(f"{flag}: {key} is given twice")
+        check_weight(f"{flag} {item}", weight)
         weights[key] = weight
     if not any(weights.values()):
         raise VecoUserError(f"{flag} {text!r}: give at least one term with a non-zero weight")

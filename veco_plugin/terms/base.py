@@ -1,6 +1,9 @@
 """What a loss term is: a family of named terms computed from one model call."""
 
+import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..errors import VecoUserError
 
 
 class VecoTerm:
@@ -22,11 +25,18 @@ class VecoTerm:
        The criterion's loss is Σ weight[key] * loss.
 
     ``extensions`` names model parts the family needs (``VecoModel.build_extension``);
-    ``warm_start``: the family fails from random weights (the task warns)."""
+    ``warm_start``: the family fails from random weights (the task warns);
+    ``reads_links``: its bilingual batches must carry external word alignments (the task
+    refuses data without them when it loads a split).
+
+    Before any of this, when the criterion is built, ``check_settings`` refuses what the
+    family's equations forbid and ``check_model`` (when the task extends the model)
+    what the model cannot run: one line naming the flag, before the first update."""
 
     keys: Tuple[str, ...] = ()
     extensions: Tuple[str, ...] = ()
     warm_start = False
+    reads_links = False
 
     def __init__(self, cfg: Any, task: Any, weights: Mapping[str, float]):
         self.cfg = cfg
@@ -36,6 +46,15 @@ class VecoTerm:
 
     def on(self, key: str) -> bool:
         return self.weights.get(key, 0.0) != 0.0
+
+    @staticmethod
+    def check_settings(cfg: Any, weights: Mapping[str, float]) -> None:
+        """Refuse (``VecoUserError``) settings of ``cfg`` this family's equations forbid,
+        whatever its weight; ``cfg`` may lack the family's settings (read them with
+        ``getattr(cfg, name, None)``). ``weights``: the recipe."""
+
+    def check_model(self, model: Any) -> None:
+        """Refuse a ``model`` (the bare ``VecoModel``) this family cannot run on."""
 
     def prepare(self, model: Any) -> None:
         """Called with the (wrapped) model before each step's requests."""
@@ -55,6 +74,24 @@ class VecoTerm:
     @staticmethod
     def reduce_metrics(logging_outputs: List[Dict]) -> None:
         """Log the family's own counters (token terms are logged by the criterion)."""
+
+
+def check_weight(given: str, value: float) -> None:
+    """A loss weight is a finite number >= 0: the loss is Σ weight * term (each term a
+    cross-entropy or, for ``align``, -cos), so a negative weight would maximize its
+    term and inf/nan would make every update nan. ``given``: how the user wrote it
+    (``--dwa-weight -1.0``, ``--terms bi_tlm=-1``)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise VecoUserError(
+            f"{given}: a loss weight must be a finite number >= 0 (0 turns the term "
+            "off; a negative weight would maximize that loss)"
+        )
+
+
+def check_range(flag: str, value: Any, low: float, high: float, why: str) -> None:
+    """``low <= value <= high`` (nan and None fail), else one line: ``flag value: why``."""
+    if value is None or not low <= value <= high:
+        raise VecoUserError(f"{flag} {value}: {why}")
 
 
 def inner_model(model: Any) -> Any:

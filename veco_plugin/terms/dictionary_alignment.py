@@ -91,6 +91,14 @@ class DictionaryAlignmentTerm(VecoTerm):
         logger.info("--align-dictionary %s: %s", cfg.align_dictionary, self.dictionary.summary())
         self.score_task = None
         if cfg.align_heldout:
+            if os.path.isfile(cfg.align_heldout) and os.path.samefile(
+                cfg.align_heldout, cfg.align_dictionary
+            ):
+                raise VecoUserError(
+                    f"--align-heldout {cfg.align_heldout} is the --align-dictionary file: the "
+                    "score must be on words L_ALIGN does not train (veco-gettext-dictionary "
+                    "--output DIR writes DIR/train.txt and DIR/heldout.txt)"
+                )
             heldout = self._resolve(cfg.align_heldout)
             logger.info("--align-heldout %s: %s", cfg.align_heldout, heldout.summary())
             self.score_task = build_task(heldout, [self.dictionary])
@@ -101,6 +109,11 @@ class DictionaryAlignmentTerm(VecoTerm):
 
     def _resolve(self, path: str) -> ResolvedDictionary:
         flag = "--align-dictionary" if path == self.cfg.align_dictionary else "--align-heldout"
+        if os.path.isdir(path):
+            raise VecoUserError(
+                f"{flag} {path} is a directory: give the word list in it (veco-gettext-dictionary "
+                "--output DIR writes DIR/train.txt and DIR/heldout.txt)"
+            )
         if not os.path.isfile(path):
             raise VecoUserError(f"{flag} {path}: no such file")
         if _is_resolved(path):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import torch
 from fairseq.dataclass import FairseqDataclass
 
+from ..errors import VecoUserError
 from .base import VecoTerm
 from .scores import masked_cross_entropy, summed, targets_at, token_scores
 
@@ -28,6 +29,18 @@ class SegmentTerms(VecoTerm):
     (XLM's MLM), one term over both segments."""
 
     keys = ("mono_mlm", "bi_mlm", "mono_ca", "bi_ca")
+
+    @staticmethod
+    def check_settings(cfg, weights):
+        """``--no-stop-gradient`` changes the cross terms (eqs. 12-13) alone: with
+        neither ``mono_ca`` nor ``bi_ca`` weighted it would change nothing."""
+        if getattr(cfg, "no_stop_gradient", False) and not (
+            weights.get("mono_ca") or weights.get("bi_ca")
+        ):
+            raise VecoUserError(
+                "--no-stop-gradient acts on the CA-MLM cross terms alone (mono_ca/bi_ca, "
+                "VECO eqs. 12-13), and none has a weight here: drop --no-stop-gradient"
+            )
 
     def requests(self, kind, batch, requests):
         mlm, ca = self.on(f"{kind}_mlm"), self.on(f"{kind}_ca")

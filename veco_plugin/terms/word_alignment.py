@@ -12,6 +12,7 @@ Each update, for the bilingual sub-batch:
    -log a_ij (a piece linked twice by the filtering has two targets).
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -23,7 +24,7 @@ from torch import Tensor
 from ..alignment import self_label
 from ..errors import VecoUserError
 from ..modules.pointer_network import split_pair
-from .base import VecoTerm, inner_model
+from .base import VecoTerm, check_range, inner_model
 from .scores import logged_total
 from .translation_lm import concat_request
 
@@ -67,7 +68,38 @@ class DenoisingAlignmentTerm(VecoTerm):
 
     def __init__(self, cfg, task, weights):
         super().__init__(cfg, task, weights)
-        self.layers: Dict[str, int] = {}  # resolved at the first step
+        self.layers: Dict[str, int] = {}  # resolved with the model (check_model)
+
+    @staticmethod
+    def check_settings(cfg, weights):
+        """The ranges of §3.1 (Chi et al., 2021): μ > 0 divides in K = exp(f_sim / μ)
+        (eq. 5); Sinkhorn (eq. 6) and the filtering (eqs. 7-9) run at least once (no
+        iteration: no transport plan, or no label for DWA to learn); the discount α
+        of eq. 9 is in [0, 1]. The layers (1..L) are checked with the model."""
+        if getattr(cfg, "filter_alpha", None) is None:
+            return  # a criterion without these settings
+        mu = cfg.sinkhorn_mu
+        if not (math.isfinite(mu) and mu > 0):
+            raise VecoUserError(
+                f"--sinkhorn-mu {mu}: the entropic regularization μ divides the similarities "
+                "(K = exp(f_sim / μ), eq. 5 of XLM-Align): give a finite μ > 0 (paper: 1.0)"
+            )
+        for flag, value, what in (
+            ("--sinkhorn-iterations", cfg.sinkhorn_iterations, "Sinkhorn steps, eq. 6"),
+            ("--filter-iterations", cfg.filter_iterations, "filtering rounds, eqs. 7-9"),
+        ):
+            check_range(flag, value, 1, math.inf, f"give at least 1 ({what}; paper: 2)")
+        check_range(
+            "--filter-alpha",
+            cfg.filter_alpha,
+            0.0,
+            1.0,
+            "the discount α of eq. 9 (XLM-Align) is in [0, 1] (paper: 0.9): it scales "
+            "down the cells beside a link, never up or below 0",
+        )
+
+    def check_model(self, model):
+        self.layers = self.resolve_layers(len(model.sentence_encoder.layers))
 
     def resolve_layers(self, model_layers: int) -> Dict[str, int]:
         """The self-labelling and DWA layers for a model of ``model_layers`` layers."""

@@ -32,6 +32,7 @@ class WordExchangeTerm(VecoTerm):
 
     keys = ("bi_cp",)
     extensions = ("exchange",)
+    reads_links = True
 
     def _selection(self, batch):
         """Masked pieces (B, W) of each side that have a partner."""
