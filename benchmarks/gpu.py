@@ -105,8 +105,11 @@ def environment(dry_run: bool) -> Dict[str, Any]:
     ).replace("DRY", str(dry_run))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     env = json.loads(out.stdout.strip().splitlines()[-1])
-    git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    env["commit"] = git.stdout.strip() or None  # the device's copy of the tree has no .git
+    try:  # the device's copy of the tree may have no .git, its machine no git
+        git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        env["commit"] = git.stdout.strip() or None
+    except OSError:
+        env["commit"] = None
     return env
 
 

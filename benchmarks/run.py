@@ -469,7 +469,7 @@ def pretraining(a) -> Dict[str, Optional[float]]:
     if "dwa" in names:
         aligner = next(t for t in v.criterion["dwa"].terms if isinstance(t, DenoisingAlignmentTerm))
         labelled = aligner.resolve_layers(a.layers)["label"]
-        variants.update(self_labelling(v.model["dwa"], labelled, batch["bi"], d, a.device))
+        variants.update(self_labelling(v.model["dwa"], labelled, batch["bi"], d, a))
     r = run_rounds(variants, a.rounds)
     labelling = {
         k: r.pop(k)["time"] / r["dwa"]["time"] for k in ("selflabel", "sinkhorn") if k in r
@@ -627,10 +627,11 @@ def free_memory(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def self_labelling(model, layer: int, bi: Dict, d, device: str) -> Dict[str, Callable[[], Dict]]:
+def self_labelling(model, layer: int, bi: Dict, d, a) -> Dict[str, Callable[[], Dict]]:
     """Timed pieces of a ``dwa`` update's self-labelling on the bilingual batch ``bi``:
     ``selflabel`` = the no-grad forward of the unmasked pair + Sinkhorn + filtering,
-    ``sinkhorn`` = Sinkhorn + filtering alone (on that forward's hidden states)."""
+    ``sinkhorn`` = Sinkhorn + filtering alone (on that forward's hidden states); under
+    ``--dtype``'s autocast, as in the update."""
     from veco_plugin.alignment import self_label
     from veco_plugin.modules.pointer_network import split_pair, word_positions
 
@@ -645,15 +646,18 @@ def self_labelling(model, layer: int, bi: Dict, d, device: str) -> Dict[str, Cal
     def links(h):
         return self_label(*split_pair(h, lengths, width), *real)
 
-    fixed = hidden()
+    with autocast(a):
+        fixed = hidden()
+    cuda = a.device.startswith("cuda")
 
     def timed(fn):
         def step():
-            if device.startswith("cuda"):
+            if cuda:
                 torch.cuda.synchronize()
             start = time.perf_counter()
-            fn()
-            if device.startswith("cuda"):
+            with autocast(a):
+                fn()
+            if cuda:
                 torch.cuda.synchronize()
             return {"time": time.perf_counter() - start}
 
