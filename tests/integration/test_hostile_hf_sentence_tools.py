@@ -37,6 +37,7 @@ from veco_plugin.export import import_hf as import_lib
 pytest.importorskip("transformers")
 
 FROZEN = os.path.join(REPO, "tests", "fixtures", "checkpoints", "veco_tiny")
+CKPT = os.path.join(FROZEN, "checkpoint.pt")
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 
 COMMANDS = {
@@ -89,6 +90,15 @@ class Inputs:
         """``name/dict.txt``: the dictionary's first ``n`` lines."""
         lines = Path(self.dict).read_bytes().splitlines(keepends=True)
         return self.file(f"{name}/dict.txt", b"".join(lines[:n]))
+
+    def released(self, name: str) -> Path:
+        """veco_tiny in the released XLM-R layout: model.pt, dict.txt, sentencepiece.bpe.model."""
+        path = self.root / "released" / name
+        path.mkdir(parents=True, exist_ok=True)
+        for source, target in ((CKPT, "model.pt"), (self.dict, "dict.txt"),
+                               (self.spm, "sentencepiece.bpe.model")):  # fmt: skip
+            shutil.copy(source, path / target)
+        return path
 
     def tsv(self, name: str, text: str) -> str:
         return self.file(name, text.encode("utf-8"))
@@ -181,7 +191,6 @@ class Row:
     expect: Sequence[str]  # substrings of the last stderr line (after "PROG: error: ")
 
 
-CKPT = os.path.join(FROZEN, "checkpoint.pt")
 LATIN1_LINE = "caf\u00e9 1\n".encode("latin-1")
 LATIN1 = "premise\thypothesis\tlabel\ncaf\u00e9 au lait\tdu lait\t1\n".encode("latin-1")
 
@@ -219,6 +228,13 @@ EXPORT = [
         lambda i, o: ["--path", i.classifier, "--spm-model", i.spm, "--dict", i.dict,
                       "--output", o],
         ["--path", "checkpoint_last.pt", "veco_sentence_prediction", "pre-trained"]),
+    Row("path-a-hugging-face-directory", "veco-export-hf",
+        lambda i, o: ["--path", i.hf, "--output", o],
+        ["--path", "is a Hugging Face model directory", "veco-import-hf"]),
+    Row("output-holds-the-spm-model", "veco-export-hf",
+        lambda i, o: ["--path", i.released("xlmr") / "model.pt", "--output", i.released("xlmr"),
+                      "--overwrite"],
+        ["--output", "holds --spm-model", "sentencepiece.bpe.model", "another --output"]),
     Row("output-a-file", "veco-export-hf",
         lambda i, o: _export(i, "--output", i.file("afile")),
         ["--output", "afile is a file: give a directory"]),
@@ -260,6 +276,8 @@ IMPORT = [
         lambda i, o: [i.root / "no-hf", "--out", o], ["no-hf: no such directory"]),
     Row("hf-dir-a-file", "veco-import-hf",
         lambda i, o: [i.file("afile"), "--out", o], ["afile is a file: give the Hugging Face"]),
+    Row("hf-dir-a-checkpoint", "veco-import-hf",
+        lambda i, o: [CKPT, "--out", o], ["checkpoint.pt is a file", "veco-export-hf --path"]),
     Row("no-config", "veco-import-hf",
         lambda i, o: [i.hf_copy("c0", config__json=None), "--out", o], ["no config.json"]),
     Row("config-not-utf8", "veco-import-hf",
@@ -353,6 +371,8 @@ EVALUATE = [
     Row("json-a-directory", "veco-sentence-eval",
         lambda i, o: _eval(i, "--json", i.dir("jsondir")),
         ["--json", "jsondir is a directory", "scores.json"]),
+    Row("json-the-checkpoint", "veco-sentence-eval",
+        lambda i, o: _eval(i, "--json", i.classifier), ["--json", "is a --checkpoint"]),
     Row("json-under-a-file", "veco-sentence-eval",
         lambda i, o: _eval(i, "--json", os.path.join(i.file("afile"), "s.json")),
         ["--json", "afile is a file, not a directory"]),

@@ -14,6 +14,7 @@ Needs ``transformers`` (``pip install 'veco_plugin[hf]'``). What is written:
 
 import argparse
 import logging
+import os
 from typing import Any, Dict, Optional, Sequence
 
 from fairseq import checkpoint_utils
@@ -21,7 +22,8 @@ from fairseq import checkpoint_utils
 from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
 from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
-from ..export.hf import export_model, read_spm_model, require_transformers
+from ..export.hf import SPM_FILE, export_model, read_spm_model, require_transformers
+from ..export.import_hf import CONFIG_FILE
 from ..output_dirs import check_output_dir, staged_dir
 from .common import run_cli
 
@@ -79,12 +81,34 @@ def refuse_other_kinds(path: str) -> None:
         )
 
 
+def check_path(path: str) -> None:
+    """``--path`` is a checkpoint file, not a Hugging Face directory (the other direction)."""
+    if os.path.isfile(os.path.join(path, CONFIG_FILE)):
+        raise VecoUserError(
+            f"--path {path} is a Hugging Face model directory: veco-export-hf reads fairseq "
+            f"checkpoints; to read it into fairseq, run veco-import-hf {path} --out DIR"
+        )
+    check_checkpoint_path(path)
+
+
+def check_spm_kept(output: str, spm_model: str) -> None:
+    """Refuse an ``--output`` whose export would replace ``--spm-model`` (the released
+    layout's ``sentencepiece.bpe.model``) by its rewritten copy."""
+    target = os.path.join(output, SPM_FILE)
+    if os.path.exists(target) and os.path.exists(spm_model) and os.path.samefile(target, spm_model):
+        raise VecoUserError(
+            f"--output {output} holds --spm-model {spm_model}, which the export would replace "
+            "by its rewritten copy: give another --output directory"
+        )
+
+
 def main(args: argparse.Namespace) -> Dict[str, Any]:
     """Export ``args.path`` to ``args.output``; return the config written."""
     require_transformers()
     check_output_dir(args.output, "--output", overwrite=args.overwrite)
-    check_checkpoint_path(args.path)
+    check_path(args.path)
     spm_model = find_spm_model(args.spm_model, args.path)
+    check_spm_kept(args.output, spm_model)
     read_spm_model(spm_model)
     try:
         model, dictionary = load_model(args.path, args.dict)

@@ -180,6 +180,10 @@ def parse_checkpoints(values: Sequence[str]) -> List[Tuple[str, str]]:
     return out
 
 
+def _same(a: str, b: str) -> bool:
+    return os.path.exists(a) and os.path.samefile(a, b)
+
+
 def main(args: argparse.Namespace) -> Dict[str, Dict[str, Optional[float]]]:
     """Check every flag, then evaluate each checkpoint; print (and write) the table."""
     splits = parse_splits(args.splits)
@@ -188,6 +192,11 @@ def main(args: argparse.Namespace) -> Dict[str, Dict[str, Optional[float]]]:
     if args.json:
         check_output_file(args.json, "--json", "scores.json")
     checkpoints = parse_checkpoints(args.checkpoint)
+    if args.json and any(_same(args.json, path) for _, path in checkpoints):
+        raise VecoUserError(
+            f"--json {args.json} is a --checkpoint, which the table would replace: name "
+            "another file, e.g. scores.json"
+        )
     check_data(args.data, splits)
     columns: Dict[str, Dict[str, Optional[float]]] = {}
     for name, path in checkpoints:

@@ -381,9 +381,15 @@ def import_model(
     """Write ``hf_dir`` in fairseq's XLM-R layout to the directory ``output`` (new or
     empty; its files appear only once all are written: :func:`..output_dirs.staged_dir`)."""
     if os.path.isfile(hf_dir):
+        hint = (
+            f" ({hf_dir} is a fairseq checkpoint? veco-export-hf --path {hf_dir} writes one as "
+            "a Hugging Face directory)"
+            if hf_dir.endswith(".pt")
+            else ""
+        )
         raise VecoUserError(
             f"{hf_dir} is a file: give the Hugging Face model directory (the one holding "
-            f"{CONFIG_FILE})"
+            f"{CONFIG_FILE}){hint}"
         )
     if not os.path.isdir(hf_dir):
         raise VecoUserError(f"{hf_dir}: no such directory")
