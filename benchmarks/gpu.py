@@ -129,6 +129,9 @@ def run_stage(name: str, a, seconds: float) -> Dict[str, Any]:
         cmd += ["--json", os.path.join(scratch, "result.json")]
         shown = " ".join(["python benchmarks/run.py", *flags])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+    # pytest loads no installed plugin by itself: the device image holds many (jaxtyping's
+    # imports jax, which wants numpy 2); the suite needs none without -n
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -169,7 +172,8 @@ def tests_command(scratch: str):
     flags = ["-q", "-p", "no:cacheprovider", "-p", "gpu_only", "-rs", *sorted(files)]
     cmd = [sys.executable, "-m", "pytest", *flags, "--basetemp", os.path.join(scratch, "tmp")]
     cmd += ["--junitxml", os.path.join(scratch, "junit.xml")]
-    return cmd, " ".join(["PYTHONPATH=benchmarks python -m pytest", *flags])
+    shown = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONPATH=benchmarks python -m pytest"
+    return cmd, " ".join([shown, *flags])
 
 
 def test_counts(junit: str) -> Dict[str, Any]:
