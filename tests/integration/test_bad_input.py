@@ -124,6 +124,19 @@ def test_flags_checked_before_any_data(pretrain_data, tmp_path, flag, value, exp
     assert expected in _train_error(args)
 
 
+@pytest.mark.parametrize(
+    "flag,expected",
+    [
+        ("--restore-file", "--restore-file {}: no such file"),
+        ("--finetune-from-model", "--finetune-from-model {} does not exist: give the checkpoint"),
+    ],
+)
+def test_a_missing_checkpoint_to_start_from(pretrain_data, tmp_path, flag, expected):
+    missing = tmp_path / "missing.pt"
+    args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, flag, missing)
+    assert expected.format(missing) in _train_error(args)
+
+
 def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
     proc = subprocess.Popen(
         [os.path.join(BIN, "fairseq-train")]

@@ -38,6 +38,19 @@ def is_complete(path: str) -> bool:
         return False
 
 
+def is_truncated(path: str) -> bool:
+    """Whether ``path`` is a file that starts a zip archive (``torch.save``'s format)
+    and is not a whole one; False for what cannot be read (fairseq says why) and for
+    legacy pickle checkpoints."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != b"PK":
+                return False
+    except (OSError, TypeError):
+        return False
+    return not is_complete(path)
+
+
 def atomic_copy(src: str, dst: str) -> None:
     """``dst`` becomes a complete copy of ``src`` or stays as it was."""
     tmp = f"{dst}.tmp"
@@ -74,9 +87,9 @@ def newest_complete(save_dir: str, suffix: str, exclude: str) -> Optional[str]:
     return None
 
 
-def check_named_checkpoints(cfg, suffix: str) -> None:
-    """``--restore-file`` / ``--finetune-from-model`` name existing files: fairseq
-    silently trains from scratch on a misspelt ``--restore-file``."""
+def check_restore_file(cfg, suffix: str) -> None:
+    """A ``--restore-file`` other than the default names an existing file: fairseq
+    silently trains from scratch on a misspelt one."""
     restore = cfg.restore_file
     if restore != "checkpoint_last.pt" and not PathManager.exists(
         restore.replace(".pt", suffix + ".pt")
@@ -85,36 +98,51 @@ def check_named_checkpoints(cfg, suffix: str) -> None:
             f"--restore-file {restore}: no such file (leave --restore-file out to resume "
             f"from --save-dir {cfg.save_dir}, or start from scratch)"
         )
-    finetune = cfg.finetune_from_model
-    if finetune is not None and not PathManager.exists(finetune):
-        raise VecoUserError(f"--finetune-from-model {finetune}: no such file")
 
 
 def _resume_from_complete(load_checkpoint):
+    """fairseq's ``load_checkpoint``, reading what it reads (``PathManager.exists`` of
+    ``checkpoint_last.pt``) and nothing more, except where fairseq would fail: a
+    truncated ``checkpoint_last.pt`` is replaced by the newest complete checkpoint of the
+    save dir, and fairseq's ``ValueError`` for a missing ``--finetune-from-model`` is one
+    line."""
+
     @functools.wraps(load_checkpoint)
     def wrapper(cfg, trainer, **passthrough_args):
-        check_named_checkpoints(cfg, trainer.checkpoint_suffix)
-        last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
-        if cfg.restore_file == "checkpoint_last.pt" and os.path.exists(last):
-            if not is_complete(last):
-                fallback = newest_complete(cfg.save_dir, trainer.checkpoint_suffix, last)
-                if fallback is None:
-                    raise VecoUserError(
-                        f"{last} is truncated and {cfg.save_dir} holds no other complete "
-                        "checkpoint: delete it to start from scratch"
-                    )
-                logger.warning(
-                    "%s is truncated (a run killed while saving?): resuming from %s, the "
-                    "newest complete checkpoint in %s",
-                    last,
-                    fallback,
-                    cfg.save_dir,
-                )
-                cfg = copy.deepcopy(cfg)
-                cfg.restore_file = fallback
-        return load_checkpoint(cfg, trainer, **passthrough_args)
+        check_restore_file(cfg, trainer.checkpoint_suffix)
+        if cfg.restore_file == "checkpoint_last.pt":
+            last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
+            if PathManager.exists(last) and is_truncated(last):
+                cfg = _from_newest_complete(cfg, last, trainer.checkpoint_suffix)
+        try:
+            return load_checkpoint(cfg, trainer, **passthrough_args)
+        except ValueError as exc:
+            if str(exc).startswith("--finetune-from-model") and "does not exist" in str(exc):
+                raise VecoUserError(f"{exc}: give the checkpoint file to start from") from None
+            raise
 
     return wrapper
+
+
+def _from_newest_complete(cfg, last: str, suffix: str):
+    """``cfg`` restoring the newest complete checkpoint of the save dir instead of the
+    truncated ``last``."""
+    fallback = newest_complete(cfg.save_dir, suffix, last)
+    if fallback is None:
+        raise VecoUserError(
+            f"{last} is truncated and {cfg.save_dir} holds no other complete "
+            "checkpoint: delete it to start from scratch"
+        )
+    logger.warning(
+        "%s is truncated (a run killed while saving?): resuming from %s, the newest "
+        "complete checkpoint in %s",
+        last,
+        fallback,
+        cfg.save_dir,
+    )
+    cfg = copy.deepcopy(cfg)
+    cfg.restore_file = fallback
+    return cfg
 
 
 def install() -> None:
