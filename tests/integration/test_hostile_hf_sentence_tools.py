@@ -30,7 +30,7 @@ from veco_plugin.cli import export_hf, import_hf, init_nmt
 from veco_plugin.cli import prepare_sentence_prediction as prepare_cli
 from veco_plugin.cli import sentence_prediction_eval as eval_cli
 from veco_plugin.corpora import xtreme
-from veco_plugin.corpora.subwords import train_sentencepiece
+from veco_plugin.corpora.subwords import train_sentencepiece, write_dictionary
 from veco_plugin.export import hf as export_lib
 from veco_plugin.export import import_hf as import_lib
 
@@ -70,6 +70,7 @@ class Inputs:
     nmt: str  # veco-init-nmt of veco_tiny
     hf: str  # veco_tiny exported
     other_spm: str  # a sentencepiece model of other text (pieces veco_tiny lacks)
+    data_other: str  # DATA binarized with other_spm and its dictionary
 
     def file(self, name: str, data: bytes = b"x\n") -> str:
         path = self.root / "files" / name
@@ -99,6 +100,14 @@ class Inputs:
                                (self.spm, "sentencepiece.bpe.model")):  # fmt: skip
             shutil.copy(source, path / target)
         return path
+
+    def existing(self, name: str, tokens, labels: bytes) -> str:
+        """A DATA directory with these dictionaries (``tokens`` None: veco_tiny's)."""
+        path = self.root / "existing" / name
+        for key, data in (("input0", tokens or Path(self.dict).read_bytes()), ("label", labels)):
+            (path / key).mkdir(parents=True, exist_ok=True)
+            (path / key / "dict.txt").write_bytes(data)
+        return str(path)
 
     def tsv(self, name: str, text: str) -> str:
         return self.file(name, text.encode("utf-8"))
@@ -176,8 +185,12 @@ def inputs(tmp_path_factory) -> Inputs:
     _ok(export_hf, ["--path", os.path.join(FROZEN, "checkpoint.pt"), "--spm-model", spm,
                     "--output", hf])  # fmt: skip
     other_spm = train_sentencepiece([os.path.join(TEXT, "valid.de")], str(root / "other"), 120)
+    write_dictionary(other_spm, str(root / "other.dict.txt"))
+    data_other = str(root / "data_other")
+    xtreme.prepare(data_other, {"test_en": (test, None), "train": (train, None)}, "xnli",
+                   other_spm, str(root / "other.dict.txt"))  # fmt: skip
     return Inputs(root, spm, dict_txt, train, train_de, test, data, data3, classifier,
-                  str(nmt), str(hf), other_spm)  # fmt: skip
+                  str(nmt), str(hf), other_spm, data_other)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- rows
@@ -359,6 +372,11 @@ EVALUATE = [
     Row("checkpoint-other-label-count", "veco-sentence-eval",
         lambda i, o: ["--data", i.data3, "--checkpoint", f"a={i.classifier}", "--splits",
                       "train"], ["its head has 2 classes", "3 labels"]),
+    Row("data-of-another-dictionary", "veco-sentence-eval",
+        lambda i, o: ["--data", i.data_other, "--checkpoint", f"a={i.classifier}", "--splits",
+                      "test_en"],
+        ["--checkpoint a=", "its embeddings have 304 rows", "input0/dict.txt gives",
+         "veco-prepare-sentence-prediction --dict"]),
     Row("splits-empty", "veco-sentence-eval",
         lambda i, o: _eval(i, "--splits", ""), ["--splits ''", "none empty"]),
     Row("splits-unknown", "veco-sentence-eval",
@@ -440,6 +458,12 @@ PREPARE = [
     Row("dict-of-another-model", "veco-prepare-sentence-prediction",
         lambda i, o: _prep(i, o, f"train={i.train}", dict_txt=i.file("d5/dict.txt", b"a 1\nb 1\n")),
         ["--dict", "are not in it", "give the dict.txt that goes with this sentencepiece"]),
+    Row("output-of-another-dictionary", "veco-prepare-sentence-prediction",
+        lambda i, o: _prep(i, i.existing("d6", b"a 1\n", b"0 1\n1 1\n"), f"train={i.train}"),
+        ["--output", "binarized with another dictionary than --dict", "a new --output"]),
+    Row("output-of-other-labels", "veco-prepare-sentence-prediction",
+        lambda i, o: _prep(i, i.existing("d7", None, b"x 1\ny 1\n"), f"train={i.train}"),
+        ["--output", "holds splits labelled x, y", "this train split has 0, 1"]),
     Row("output-a-file", "veco-prepare-sentence-prediction",
         lambda i, o: _prep(i, i.file("afile"), f"train={i.train}"),
         ["--output", "afile is a file"]),
@@ -525,6 +549,13 @@ def test_ctrl_c_leaves_nothing(prog, module, function, inputs, tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         COMMANDS[prog].cli_main([str(a) for a in argv])
     assert os.listdir(tmp_path) == []
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_sentence(inputs, tmp_path):
+    rows = Path(inputs.test).read_text(encoding="utf-8").splitlines()[1:]
+    bom = tmp_path / "bom.tsv"
+    bom.write_text("\ufeff" + "\n".join(rows) + "\n", encoding="utf-8")
+    assert xtreme.read_tsv(str(bom), "xnli") == xtreme.read_tsv(inputs.test, "xnli")
 
 
 def test_a_second_run_fills_the_directories(inputs, tmp_path):

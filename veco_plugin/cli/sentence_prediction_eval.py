@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -30,6 +31,11 @@ from ..outputs import check_output_file, write_text
 from .common import run_cli
 
 PROG = "veco-sentence-eval"
+# torch's load_state_dict error for a dictionary of another size than the checkpoint's
+EMBEDDING_ROWS = re.compile(
+    r"embed_tokens\.weight: copying a param with shape torch\.Size\(\[(\d+), \d+\]\) from "
+    r"checkpoint, the shape in current model is torch\.Size\(\[(\d+),"
+)
 logger = logging.getLogger("veco_plugin.cli.sentence_prediction_eval")
 
 
@@ -106,11 +112,19 @@ def load(name: str, path: str, data: str):
             if message.startswith(path)
             else f"--checkpoint {name}={path}: {message}"
         ) from None
-    except Exception:
+    except Exception as exc:
+        rows = EMBEDDING_ROWS.search(str(exc)) if isinstance(exc, RuntimeError) else None
+        if rows is not None:  # torch's size mismatch: DATA of another dictionary
+            raise VecoUserError(
+                f"--checkpoint {name}={path}: its embeddings have {rows.group(1)} rows, "
+                f"{data}/input0/dict.txt gives {rows.group(2)}: binarize DATA with the "
+                "checkpoint's dict.txt and sentencepiece model (veco-prepare-sentence-"
+                "prediction --dict, --spm-model)"
+            ) from None
         try:  # an unreadable file: the plugin's checkpoint reader says why in one line
             checkpoint_utils.load_checkpoint_to_cpu(path)
-        except VecoUserError as exc:
-            raise VecoUserError(f"--checkpoint {name}={exc}") from None
+        except VecoUserError as unreadable:
+            raise VecoUserError(f"--checkpoint {name}={unreadable}") from None
         raise
     head = model.classification_heads[cfg.task.classification_head_name]
     classes = head.out_proj.out_features

@@ -21,6 +21,7 @@ Binarized output (``DATA``), one directory per input as fairseq's
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ LAYOUTS: Dict[str, Layout] = {
     "single": Layout(columns=2, first=0, second=None, label=1),
 }
 _HEADER_LABELS = ("label", "gold_label")
+BOM = "\ufeff"  # a byte order mark before the first line (files saved by some editors)
 # above this share of <unk> among the train split's pieces, --dict is not --spm-model's
 MAX_UNKNOWN = 0.5
 CHECKED_LINES = 10000
@@ -109,7 +111,7 @@ def read_tsv(path: str, layout: str) -> List[Example]:
     for lineno, line in enumerate(read_lines(path, keep_raw=True), 1):
         if isinstance(line, BadLine):
             raise VecoUserError(line.message("save the file as UTF-8"))
-        row = line.split("\t")
+        row = (line.removeprefix(BOM) if lineno == 1 else line).split("\t")
         if len(row) != spec.columns:
             raise _row_error(path, lineno, row, layout)
         if lineno == 1 and row[spec.label].strip().lower() in _HEADER_LABELS:
@@ -212,6 +214,26 @@ def _check_known(lines: Sequence[str], tokens: Dictionary, spm_model: str, dicti
         )
 
 
+def check_existing(output: str, dictionary: str, labels: Dictionary) -> None:
+    """Splits added to an existing DATA share its dictionaries: refuse a ``--dict`` other
+    than the one its splits were binarized with, and a train split with other labels."""
+    tokens = os.path.join(output, "input0", "dict.txt")
+    if os.path.isfile(tokens) and not filecmp.cmp(tokens, dictionary, shallow=False):
+        raise VecoUserError(
+            f"--output {output} holds splits binarized with another dictionary than --dict "
+            f"{dictionary} ({tokens}): give a new --output, or that --dict"
+        )
+    known = os.path.join(output, "label", "dict.txt")
+    if os.path.isfile(known):
+        old = load_dictionary(known).symbols[labels.nspecial :]
+        new = labels.symbols[labels.nspecial :]
+        if old != new:
+            raise VecoUserError(
+                f"--output {output} holds splits labelled {', '.join(old)} ({known}); this train "
+                f"split has {', '.join(new)}: give a new --output"
+            )
+
+
 def prepare(
     output: str,
     splits: Dict[str, Tuple[str, Optional[str]]],
@@ -239,6 +261,7 @@ def prepare(
                 encoded[key, name, 1] = encode_lines(encode, [e.second or "" for e in rows])
     _check_known(encoded["input", "train", 0], tokens, spm_model, dictionary)
     labels = label_dictionary([e.label for e in read["train"].examples])
+    check_existing(output, dictionary, labels)
     with staged_dir(output) as stage:
         for key in ("input0", "input1", "trans0", "trans1"):
             os.makedirs(os.path.join(stage, key))
