@@ -34,11 +34,13 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 from fairseq.dataclass.utils import overwrite_args_by_name
+from fairseq.models import ARCH_MODEL_NAME_REGISTRY, MODEL_REGISTRY
 from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
 from ..checkpoints.config import cfg_value
+from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
 from ..modules.pointer_network import split_pair
 from .filtering import argmax_links, itermax, self_label
@@ -81,6 +83,11 @@ def find_dictionary(path: str, state: Dict, dict_path: Optional[str] = None) -> 
     to the checkpoint (the released XLM-R layout), else the one in the data directory recorded
     in the checkpoint."""
     if dict_path is not None:
+        if os.path.isdir(dict_path):
+            raise VecoUserError(
+                f"--dict {dict_path} is a directory: name the dictionary file, e.g. "
+                f"{os.path.join(dict_path, DICT_NAME)}"
+            )
         if not os.path.isfile(dict_path):
             raise VecoUserError(f"--dict {dict_path}: no such file")
         return dict_path
@@ -122,24 +129,58 @@ def check_checkpoint_path(path: str) -> None:
         )
 
 
+# what every refusal of an unreadable --path ends with
+_CHECKPOINT_FIX = (
+    "give a complete fairseq checkpoint (fairseq-train's checkpoint_best.pt, or the released "
+    "XLM-R model.pt)"
+)
+
+
 def _read_checkpoint(path: str) -> Dict:
     check_checkpoint_path(path)
     try:
         state = checkpoint_utils.load_checkpoint_to_cpu(path)
     except VecoUserError as exc:  # the plugin's own diagnosis (veco_plugin.checkpoints.load_errors)
-        raise VecoUserError(
-            str(exc) if str(exc).startswith("--path") else f"--path {exc}"
-        ) from None
+        message = str(exc) if str(exc).startswith("--path") else f"--path {exc}"
+        raise VecoUserError(f"{message}: {_CHECKPOINT_FIX}") from None
     except Exception as exc:  # not a torch file, truncated, or pickled by other code
         raise VecoUserError(
             f"--path {path}: not a readable fairseq checkpoint ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+            f"{str(exc).splitlines()[0] if str(exc) else ''}): {_CHECKPOINT_FIX}"
         ) from None
     if not isinstance(state, dict) or "model" not in state:
-        raise VecoUserError(f"--path {path}: not a fairseq checkpoint (no 'model' entry)")
+        raise VecoUserError(
+            f"--path {path}: not a fairseq checkpoint (no 'model' entry): {_CHECKPOINT_FIX}"
+        )
     if state.get("args") is None and state.get("cfg") is None:
-        raise VecoUserError(f"--path {path}: the checkpoint records no configuration (cfg/args)")
+        raise VecoUserError(
+            f"--path {path}: the checkpoint records no configuration (cfg/args): "
+            f"{_CHECKPOINT_FIX}"
+        )
+    _refuse_other_models(path, state)
     return state
+
+
+def _refuse_other_models(path: str, state: Dict) -> None:
+    """Refuse, before its task is set up, a checkpoint whose model is not an encoder (a
+    translation model from ``veco-init-nmt`` or fairseq-train): its task would ask for
+    flags these commands do not have."""
+    arch, task = describe(state)
+    model_class = MODEL_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch, arch))
+    if model_class is None or issubclass(model_class, RobertaModel):
+        return  # an encoder, or an architecture this process does not know: fairseq says
+    made_from = ((state.get("extra_state") or {}).get("veco_init_nmt") or {}).get("pretrained")
+    if made_from:
+        fix = f"give the pre-training checkpoint veco-init-nmt made it from, {made_from}"
+    else:
+        fix = (
+            "give an encoder's pre-training checkpoint (fairseq-train --task "
+            "veco_pretraining, or a fairseq RoBERTa/XLM-R model.pt)"
+        )
+    kind = "translation " if "translation" in task else ""
+    raise VecoUserError(
+        f"--path {path} holds a {kind}model ({arch}, --task {task}), not an encoder: {fix}"
+    )
 
 
 def _embedding_rows(state: Dict) -> Optional[int]:
@@ -174,19 +215,24 @@ def load_model(
             overwrite_args_by_name(state["cfg"], {"data": data_dir})
         try:
             models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
+        except VecoUserError as exc:  # the dictionary's own refusal names our link to it
+            message = str(exc).replace(os.path.join(data_dir, DICT_NAME), dict_file)
+            flag = "--dict " if dict_path is not None and message.startswith(dict_file) else ""
+            raise VecoUserError(f"{flag}{message}") from None
         except RuntimeError as exc:
             if "size mismatch" not in str(exc) or "embed_tokens" not in str(exc):
                 raise
+            flag = "--dict " if dict_path is not None else ""
             raise VecoUserError(
-                f"{dict_file}: the dictionary does not fit the checkpoint's embeddings "
+                f"{flag}{dict_file}: the dictionary does not fit the checkpoint's embeddings "
                 f"({_embedding_rows(state)} rows): pass the dict.txt the model was trained "
                 "with as --dict"
             ) from None
     model = models[0]
     if not isinstance(model, RobertaModel):
         raise VecoUserError(
-            f"--path {path}: a {type(model).__name__} checkpoint; veco-align reads encoders "
-            "(veco, fairseq RoBERTa/XLM-R)"
+            f"--path {path}: a {type(model).__name__} checkpoint, not an encoder: give a veco "
+            "or fairseq RoBERTa/XLM-R checkpoint"
         )
     model.eval()
     model.to(device=device or torch.device("cpu"), dtype=dtype)
@@ -197,12 +243,11 @@ def sentencepiece_pieces(model_path: str) -> PieceFn:
     """``word -> pieces`` of a sentencepiece model (``--spm-model``)."""
     import sentencepiece as spm
 
-    if not os.path.isfile(model_path):
-        raise VecoUserError(f"--spm-model {model_path}: no such file")
+    check_spm_model(model_path)
     try:
         processor = spm.SentencePieceProcessor(model_file=model_path)
     except (OSError, RuntimeError) as exc:
-        raise VecoUserError(f"--spm-model {model_path}: not a sentencepiece model ({exc})")
+        raise VecoUserError(not_a_spm_model(model_path, exc)) from None
     return lambda word: processor.encode(word, out_type=str)
 
 
@@ -229,8 +274,32 @@ def spm_model_beside(checkpoint: str) -> Optional[str]:
     return next((f for f in found if os.path.isfile(f)), None)
 
 
+def not_a_spm_model(model_path: str, exc: BaseException) -> str:
+    """The refusal of an ``--spm-model`` that sentencepiece cannot load."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (
+        f"--spm-model {model_path}: not a sentencepiece model ({reason}): pass the .model "
+        "file the checkpoint's training text was encoded with"
+    )
+
+
+def check_spm_model(model_path: str) -> None:
+    """Refuse an ``--spm-model`` that is missing or a directory."""
+    if os.path.isdir(model_path):
+        found = sorted(f for f in os.listdir(model_path) if f.endswith(".model"))
+        raise VecoUserError(
+            f"--spm-model {model_path} is a directory: name the sentencepiece model file, "
+            f"e.g. {os.path.join(model_path, found[0] if found else SPM_NAMES[1])}"
+        )
+    if not os.path.isfile(model_path):
+        raise VecoUserError(f"--spm-model {model_path}: no such file")
+
+
 def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
-    """``--spm-model``, else a sentencepiece model next to the checkpoint (``SPM_NAMES``)."""
+    """``--spm-model`` (checked), else a sentencepiece model next to the checkpoint
+    (``SPM_NAMES``)."""
+    if spm_model:
+        check_spm_model(spm_model)
     found = spm_model or spm_model_beside(checkpoint)
     if not found:
         raise VecoUserError(

@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
@@ -29,7 +29,8 @@ from ..alignment.aligner import (
     word_pieces,
 )
 from ..errors import VecoUserError
-from ..evaluation.aer import read_lines, sentence_lengths
+from ..evaluation.aer import read_parallel
+from ..outputs import check_output_file, write_text
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.align")
@@ -126,14 +127,47 @@ def _device_and_dtype(args: argparse.Namespace):
     return device, dtype
 
 
+def check_at_least(value: Optional[int], flag: str, least: int = 1) -> None:
+    """Refuse ``flag value`` below ``least`` (an unset ``value`` passes)."""
+    if value is not None and value < least:
+        raise VecoUserError(f"{flag} {value}: must be at least {least}")
+
+
+def check_output(path: str, flag: str, example: str, inputs: Dict[str, Optional[str]]) -> None:
+    """``flag path`` can be written (:func:`~veco_plugin.outputs.check_output_file`) and
+    names none of ``inputs`` (``{flag: path}``), which it would overwrite."""
+    check_output_file(path, flag, example)
+    for input_flag, input_path in inputs.items():
+        if input_path and os.path.realpath(input_path) == os.path.realpath(path):
+            raise VecoUserError(
+                f"{flag} {path} is also {input_flag}: it would overwrite that input; name "
+                "another file"
+            )
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Numbers and combinations, before any file is read."""
+    check_at_least(args.batch_size, "--batch-size")
+    check_at_least(args.max_tokens, "--max-tokens")
+    check_at_least(args.layer, "--layer", 0)
+
+
 def main(args: argparse.Namespace) -> List[str]:
     """Align ``args.src`` with ``args.tgt``; write the lines; return them."""
-    src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
-    sentence_lengths(src_lines, tgt_lines, args.src, args.tgt)  # same line counts
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise VecoUserError(f"--output {args.output}: its directory does not exist")
-    check_checkpoint_path(args.path)
+    _check_flags(args)
     device, dtype = _device_and_dtype(args)
+    src_lines, tgt_lines = read_parallel(args.src, args.tgt)
+    if not any(s.split() and t.split() for s, t in zip(src_lines, tgt_lines)):
+        raise VecoUserError(
+            f"no pair of --src {args.src} and --tgt {args.tgt} has words on both sides "
+            f"({len(src_lines)} lines): nothing to align; give whitespace-tokenized sentences"
+        )
+    if args.output:
+        inputs = {"--src": args.src, "--tgt": args.tgt, "--path": args.path}
+        inputs.update({"--dict": args.dict, "--spm-model": args.spm_model})
+        inputs["--bpe-codes"] = args.bpe_codes
+        check_output(args.output, "--output", "out.align", inputs)
+    check_checkpoint_path(args.path)
     pieces = word_pieces(args.spm_model, args.bpe_codes, args.path)
     model, dictionary = load_model(args.path, args.dict, device, dtype)
     start = time.perf_counter()
@@ -152,8 +186,7 @@ def main(args: argparse.Namespace) -> List[str]:
     seconds = time.perf_counter() - start
     text = "".join(line + "\n" for line in lines)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(args.output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

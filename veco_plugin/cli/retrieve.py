@@ -13,29 +13,37 @@ The embedding, scoring and search: :mod:`veco_plugin.evaluation.retrieval`.
 import argparse
 import json
 import logging
-import os
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
 
-from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
+from ..alignment.aligner import (
+    check_checkpoint_path,
+    find_spm_model,
+    load_model,
+    not_a_spm_model,
+)
 from ..corpora.subwords import Encoder, spm_encoder
 from ..errors import VecoUserError
-from ..evaluation.aer import read_lines, sentence_lengths
+from ..evaluation.aer import read_parallel
 from ..evaluation.retrieval import (
+    MARGIN_K,
     RETRIEVAL_DEPTH,
     SCORINGS,
     SEARCHES,
     RetrievalResult,
+    check_search,
     embed,
     evaluate,
     resolve_layer,
     sentence_ids,
 )
+from ..outputs import write_text
+from .align import check_at_least, check_output
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.retrieve")
@@ -86,7 +94,10 @@ def get_parser() -> argparse.ArgumentParser:
         "Schwenk 2019, BUCC) (default: %(default)s)",
     )
     parser.add_argument(
-        "--k", type=int, default=4, metavar="K", help="margin neighbourhood (default: 4)"
+        "--k",
+        type=int,
+        metavar="K",
+        help=f"margin neighbourhood, with --scoring margin (default: {MARGIN_K})",
     )
     parser.add_argument(
         "--search",
@@ -121,14 +132,51 @@ def _embed_lines(
     return embed(model, ids, layer, dictionary.pad(), args.batch_size, not args.no_progress)
 
 
+def _check_flags(args: argparse.Namespace) -> int:
+    """Numbers and combinations, before any file is read; returns the margin's k."""
+    check_at_least(args.batch_size, "--batch-size")
+    check_at_least(args.layer, "--layer", 0)
+    check_at_least(args.k, "--k")
+    if args.k is not None and args.scoring != "margin":
+        raise VecoUserError(
+            f"--k {args.k} sets the margin's neighbourhood, which --scoring {args.scoring} does "
+            "not use: add --scoring margin, or drop --k"
+        )
+    check_search(args.search)
+    return MARGIN_K if args.k is None else args.k
+
+
+def _read_sentences(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
+    """The line-aligned sentences: at least two pairs, each side not all blank."""
+    src_lines, tgt_lines = read_parallel(args.src, args.tgt)
+    for flag, path, lines in (("--src", args.src, src_lines), ("--tgt", args.tgt, tgt_lines)):
+        if not any(line.strip() for line in lines):
+            raise VecoUserError(
+                f"{flag} {path} holds no sentence ({len(lines)} blank lines): give one "
+                "sentence per line"
+            )
+    if len(src_lines) < 2:
+        raise VecoUserError(
+            f"--src {args.src} and --tgt {args.tgt} hold 1 sentence pair: retrieval needs at "
+            "least 2 (a single candidate is always found)"
+        )
+    return src_lines, tgt_lines
+
+
 def main(args: argparse.Namespace) -> RetrievalResult:
     """Embed ``args.src`` and ``args.tgt``, retrieve, print and return the accuracies."""
-    src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
-    sentence_lengths(src_lines, tgt_lines, args.src, args.tgt)  # same line counts
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        raise VecoUserError(f"--json {args.json}: its directory does not exist")
+    k = _check_flags(args)
+    src_lines, tgt_lines = _read_sentences(args)
+    if args.json:
+        inputs = {"--src": args.src, "--tgt": args.tgt, "--path": args.path}
+        inputs.update({"--dict": args.dict, "--spm-model": args.spm_model})
+        check_output(args.json, "--json", "retrieval.json", inputs)
     check_checkpoint_path(args.path)
-    encode = spm_encoder(find_spm_model(args.spm_model, args.path))
+    spm_model = find_spm_model(args.spm_model, args.path)
+    try:
+        encode = spm_encoder(spm_model)
+    except VecoUserError as exc:  # sentencepiece cannot parse it
+        raise VecoUserError(not_a_spm_model(spm_model, exc.__cause__ or exc)) from None
     device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
     model, dictionary = load_model(args.path, args.dict, device)
     layer = resolve_layer(model, args.layer)
@@ -137,7 +185,7 @@ def main(args: argparse.Namespace) -> RetrievalResult:
         _embed_lines(lines, model, dictionary, encode, layer, args)
         for lines in (src_lines, tgt_lines)
     )
-    result = evaluate(src, tgt, layer=layer, scoring=args.scoring, k=args.k, search=args.search)
+    result = evaluate(src, tgt, layer=layer, scoring=args.scoring, k=k, search=args.search)
     logger.info(
         "embedded 2 x %d sentences and searched (%s) in %.2f s on %s",
         result.sentences,
@@ -148,9 +196,7 @@ def main(args: argparse.Namespace) -> RetrievalResult:
     sys.stdout.write(report(result))
     sys.stdout.flush()
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result.as_dict(), f, indent=2)
-            f.write("\n")
+        write_text(args.json, json.dumps(result.as_dict(), indent=2) + "\n")
     return result
 
 

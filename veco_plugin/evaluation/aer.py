@@ -123,22 +123,37 @@ def _error(name: str, lineno: int, message: str) -> VecoUserError:
     return VecoUserError(f"{name}:{lineno}: {message}")
 
 
-def read_lines(path: str) -> List[str]:
-    """The lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``)."""
+def read_lines(path: str, flag: str = "") -> List[str]:
+    """The lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``);
+    ``flag`` (``--src``) names the file in the messages."""
+    name = f"{flag} {path}" if flag else path
     try:
         # utf-8-sig: a byte-order mark would otherwise glue itself to the first token
         with open(path, encoding="utf-8-sig") as f:
             return [line.rstrip("\n") for line in f]
     except FileNotFoundError:
-        raise VecoUserError(f"{path}: no such file") from None
+        raise VecoUserError(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise VecoUserError(f"{path} is a directory; give a file") from None
+        raise VecoUserError(f"{name} is a directory; give a file") from None
     except UnicodeDecodeError as exc:
         raise VecoUserError(
-            f"{path}: not UTF-8 text (byte {exc.start}); convert it with iconv -t utf-8"
+            f"{name}: not UTF-8 text (byte {exc.start}); convert it with iconv -t utf-8"
         ) from None
     except OSError as exc:
-        raise VecoUserError(f"{path}: cannot read ({exc.strerror})") from None
+        raise VecoUserError(f"{name}: cannot read ({exc.strerror})") from None
+
+
+def read_parallel(src_path: str, tgt_path: str) -> Tuple[List[str], List[str]]:
+    """The lines of line-aligned ``--src`` and ``--tgt`` files: as many in each, and at
+    least one."""
+    src_lines, tgt_lines = read_lines(src_path, "--src"), read_lines(tgt_path, "--tgt")
+    sentence_lengths(src_lines, tgt_lines, src_path, tgt_path)  # same line counts
+    if not src_lines:
+        raise VecoUserError(
+            f"--src {src_path} and --tgt {tgt_path} are empty: give line-aligned files, one "
+            "sentence per line"
+        )
+    return src_lines, tgt_lines
 
 
 def sentence_lengths(
@@ -235,9 +250,16 @@ def parse_pharaoh_gold(lines: Sequence[str], name: str, lengths: Optional[Length
         sure: Set[Link] = set()
         possible: Set[Link] = set()
         for token in line.split():
-            link, possible_only = _parse_pharaoh_link(
-                token, name, k + 1, gold=True, one_based=False
-            )
+            try:
+                link, possible_only = _parse_pharaoh_link(
+                    token, name, k + 1, gold=True, one_based=False
+                )
+            except VecoUserError as exc:
+                if not _looks_like_naacl(line):
+                    raise
+                raise VecoUserError(
+                    f"{exc}; the line reads as NAACL ({_NAACL_FIELDS}): add --gold-format naacl"
+                ) from None
             why = _outside(link, k, lengths, 0)
             if why:
                 left_out.append((k + 1, f"{token!r}: {why}"))
@@ -312,6 +334,12 @@ class _NaaclLink:
     sure: bool
 
 
+def _looks_like_naacl(line: str) -> bool:
+    """Whether ``line`` has the fields of a NAACL link (3 to 5, the first three integers)."""
+    fields = line.split()
+    return 3 <= len(fields) <= 5 and all(re.fullmatch(r"-?[0-9]+", f) for f in fields[:3])
+
+
 def _read_naacl_line(line: str, name: str, lineno: int) -> _NaaclLink:
     fields = line.split()
     if not 3 <= len(fields) <= 5:
@@ -341,11 +369,19 @@ def parse_naacl_gold(lines: Sequence[str], name: str, lengths: Optional[Lengths]
     lines are skipped. With ``lengths``, there must be one label per sentence pair. A
     link outside its sentence is left out.
     """
-    links = [
-        _read_naacl_line(line, name, lineno)
-        for lineno, line in enumerate(lines, start=1)
-        if line.split()
-    ]
+    links = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.split():
+            continue
+        try:
+            links.append(_read_naacl_line(line, name, lineno))
+        except VecoUserError as exc:
+            if not all(_PHARAOH_LINK.match(token) for token in line.split()):
+                raise
+            raise VecoUserError(
+                f"{exc}; the line reads as Pharaoh links (i-j, ipj): use --gold-format "
+                "pharaoh (the default)"
+            ) from None
     labels = sorted({x.label for x in links})
     if lengths is not None and len(labels) != len(lengths):
         span = f", {labels[0]}..{labels[-1]}" if labels else ""
@@ -422,6 +458,28 @@ def format_scores(scores: AerScores) -> str:
     )
 
 
+def _refuse_gold_without_links(gold: Gold, name: str, lines: int, checked: bool) -> None:
+    """A gold standard left without a single link (blank lines, or every link outside its
+    sentence) has nothing to score against: refuse it rather than print AER 100."""
+    if any(s.possible for s in gold.sentences):
+        return
+    if not gold.left_out:
+        raise VecoUserError(
+            f"{name} holds no gold links ({lines} blank line{'' if lines == 1 else 's'}): "
+            "give the gold alignments to score against"
+        )
+    lineno, why = gold.left_out[0]
+    fix = (
+        "give the --src/--tgt files of this gold standard"
+        if checked
+        else "check its word positions (0-based in pharaoh, 1-based in naacl) and --gold-format"
+    )
+    raise VecoUserError(
+        f"{name}: every gold link lies outside its sentence ({len(gold.left_out)} left out; "
+        f"first: line {lineno} {why}): nothing to score; {fix}"
+    )
+
+
 def evaluate_files(
     gold_path: str,
     pred_path: str,
@@ -443,7 +501,8 @@ def evaluate_files(
         raise VecoUserError("--src and --tgt go together: give both files or neither")
     lengths = None
     if src_path is not None and tgt_path is not None:
-        lengths = sentence_lengths(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path)
+        src_lines, tgt_lines = read_lines(src_path, "--src"), read_lines(tgt_path, "--tgt")
+        lengths = sentence_lengths(src_lines, tgt_lines, src_path, tgt_path)
 
     gold_lines = read_lines(gold_path)
     if not gold_lines:
@@ -459,6 +518,7 @@ def evaluate_files(
     else:
         gold = parse_naacl_gold(gold_lines, gold_path, lengths)
         source = "one per distinct sentence_no, in ascending order"
+    _refuse_gold_without_links(gold, gold_path, len(gold_lines), lengths is not None)
 
     pred_lines = read_lines(pred_path)
     if len(pred_lines) != len(gold.sentences):

@@ -50,6 +50,9 @@ SEARCHES = ("auto", "torch", "faiss")
 # ones are the most language-neutral sentence representation.
 RETRIEVAL_DEPTH = 7 / 12
 
+# the margin's neighbourhood (BUCC's convention)
+MARGIN_K = 4
+
 # ``--search auto``: faiss from this many sentences on the searched side (when installed)
 FAISS_POOL = 50000
 
@@ -185,10 +188,17 @@ def knn_faiss(queries: Tensor, keys: Tensor, k: int) -> Tuple[Tensor, Tensor]:
     return torch.from_numpy(scores), torch.from_numpy(ids).long()
 
 
-def choose_search(search: str, pool: int) -> str:
-    """``torch`` or ``faiss`` for ``search`` (one of :data:`SEARCHES`) over ``pool`` keys."""
+def check_search(search: str) -> None:
+    """Refuse, before any work, a ``search`` (one of :data:`SEARCHES`) that cannot run."""
     if search not in SEARCHES:
         raise VecoUserError(f"--search {search}: one of {', '.join(SEARCHES)}")
+    if search == "faiss":
+        _faiss()
+
+
+def choose_search(search: str, pool: int) -> str:
+    """``torch`` or ``faiss`` for ``search`` (one of :data:`SEARCHES`) over ``pool`` keys."""
+    check_search(search)
     if search != "auto":
         return search
     if pool < FAISS_POOL:
@@ -211,7 +221,7 @@ def knn(queries: Tensor, keys: Tensor, k: int, search: str) -> Tuple[Tensor, Ten
 
 
 def best_targets(
-    src: Tensor, tgt: Tensor, scoring: str = "cosine", k: int = 4, search: str = "torch"
+    src: Tensor, tgt: Tensor, scoring: str = "cosine", k: int = MARGIN_K, search: str = "torch"
 ) -> Tensor:
     """Index of the retrieved target of every source sentence.
 
@@ -271,7 +281,7 @@ def evaluate(
     tgt: Tensor,
     layer: int,
     scoring: str = "cosine",
-    k: int = 4,
+    k: int = MARGIN_K,
     search: str = "auto",
 ) -> RetrievalResult:
     """Top-1 accuracy of line-aligned embeddings ``src``, ``tgt`` (N, C) in both directions."""
