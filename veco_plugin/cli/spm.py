@@ -73,7 +73,7 @@ def _pairs(files: Sequence[str]) -> List[Tuple[str, str]]:
     for src, dst in pairs:
         if os.path.getsize(text.input_file(src)) == 0:
             raise VecoUserError(f"{src} is empty: nothing to encode; give the text file")
-        check_output_file(dst, f"{src}'s DST")
+        check_output_file(dst, "encode DST")
     return pairs
 
 
