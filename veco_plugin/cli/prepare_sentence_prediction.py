@@ -30,7 +30,12 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", required=True, choices=sorted(LAYOUTS))
     p.add_argument("--spm-model", required=True, help="sentencepiece model of the checkpoint")
     p.add_argument("--dict", required=True, help="dict.txt of the checkpoint")
-    p.add_argument("--output", required=True, help="DATA directory to write")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="DATA directory to write (new, or one made with the same --dict and labels: "
+        "the splits are added)",
+    )
     p.add_argument(
         "--split",
         action="append",

@@ -17,6 +17,11 @@ Binarized output (``DATA``), one directory per input as fairseq's
                                               sorted, so "0" < "1" < ...)
     DATA/trans0/, DATA/trans1/                a split's translation TSV, line-aligned
                                               (plug-in fine-tuning; optional)
+
+Every TSV is read, encoded and checked before anything is written (a line that is not
+UTF-8 or has another column count, an empty label or one with a space, a label the train
+split lacks, a translation of another length, a ``dict.txt`` that is not the sentencepiece
+model's, an existing DATA of other dictionaries); the files appear when all are written.
 """
 
 from __future__ import annotations
