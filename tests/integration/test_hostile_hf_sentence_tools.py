@@ -109,6 +109,15 @@ class Inputs:
             (path / key / "dict.txt").write_bytes(data)
         return str(path)
 
+    def unlabelled(self, split: str) -> str:
+        """DATA without the labels of ``split``."""
+        path = self.root / "unlabelled" / split
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(self.data, path)
+        for suffix in (".bin", ".idx"):
+            (path / "label" / f"{split}{suffix}").unlink()
+        return str(path)
+
     def tsv(self, name: str, text: str) -> str:
         return self.file(name, text.encode("utf-8"))
 
@@ -382,6 +391,10 @@ EVALUATE = [
     Row("splits-unknown", "veco-sentence-eval",
         lambda i, o: _eval(i, "--splits", "test_xx"),
         ["--splits test_xx", "no split 'test_xx'", "test_en, train, valid"]),
+    Row("split-without-labels", "veco-sentence-eval",
+        lambda i, o: ["--data", i.unlabelled("test_en"), "--checkpoint", f"a={i.classifier}",
+                      "--splits", "test_en"],
+        ["--splits test_en", "has no labels of test_en", "label/test_en.idx"]),
     Row("splits-twice", "veco-sentence-eval",
         lambda i, o: _eval(i, "--splits", "test_en,test_en"), ["test_en is named twice"]),
     Row("batch-size-0", "veco-sentence-eval",

@@ -72,6 +72,12 @@ def check_data(data: str, splits: Sequence[str]) -> None:
                 f"{', '.join(held) or 'none'}): binarize it with veco-prepare-sentence-"
                 f"prediction --split {split}=TSV, or name one of those"
             )
+        if not os.path.isfile(os.path.join(data, "label", f"{split}.idx")):
+            raise VecoUserError(
+                f"--splits {','.join(splits)}: {data} has no labels of {split} "
+                f"(label/{split}.idx): accuracy needs them; binarize its labelled TSV with "
+                f"veco-prepare-sentence-prediction --split {split}=TSV"
+            )
 
 
 def parse_splits(value: str) -> List[str]:
