@@ -140,6 +140,8 @@ REFUSED = [
     ("veco_terms", ["--terms", "mono_mlm=1", "--no-stop-gradient"],
      ["--no-stop-gradient acts on the CA-MLM cross terms alone", "drop --no-stop-gradient"]),
     ("veco_terms", ["--terms", "mono_mlm=1", "--filter-alpha", "2"], ["--filter-alpha 2.0:"]),
+    ("veco_terms", ["--terms", "mono_mlm=1,mono_ca=1", "--tlm-reset-positions"],
+     ["--tlm-reset-positions acts on the concatenated pair", "drop --tlm-reset-positions"]),
     ("veco_terms", ["--terms", "mono_mlm=1,bi_cp=1"], ["bi_cp reads word alignments"]),
     ("veco_terms", ["--terms", "align=1"], ["the align term needs --align-dictionary FILE"]),
     # the other recipes share the checks
@@ -173,6 +175,8 @@ ACCEPTED = [
     ("ca_mlm", ["--bi-pairs", "", "--no-stop-gradient"]),
     ("align_mlm", ["--align-dictionary", "{words}", "--bi-pairs", ""]),
     ("veco_terms", ["--terms", "mono_mlm=1,bi_tlm=0", "--bi-pairs", ""]),
+    ("tlm", ["--tlm-reset-positions"]),
+    ("dwa", ["--tlm-weight", "0", "--tlm-reset-positions"]),
 ]  # fmt: skip
 
 

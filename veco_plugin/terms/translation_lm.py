@@ -8,6 +8,7 @@ from typing import Any, Dict
 
 from fairseq.dataclass import FairseqDataclass
 
+from ..errors import VecoUserError
 from .base import VecoTerm
 from .scores import masked_cross_entropy, targets_at
 
@@ -37,8 +38,25 @@ def concat_request(
     return requests["bi_tlm"]
 
 
+# the terms computed on the concatenated pair (``concat_request``)
+CONCAT_KEYS = ("bi_tlm", "bi_dwa", "bi_cp")
+
+
 class TranslationTerm(VecoTerm):
     keys = ("bi_tlm",)
+
+    @staticmethod
+    def check_settings(cfg, weights):
+        """``--tlm-reset-positions`` changes the forward of the concatenated pair alone
+        (``CONCAT_KEYS``): with none of them weighted it would change nothing."""
+        if getattr(cfg, "tlm_reset_positions", False) and not any(
+            weights.get(key) for key in CONCAT_KEYS
+        ):
+            raise VecoUserError(
+                "--tlm-reset-positions acts on the concatenated pair x̂ ‖ ŷ alone (bi_tlm, "
+                "and bi_dwa/bi_cp on the same forward), and none has a weight here: drop "
+                "--tlm-reset-positions"
+            )
 
     def requests(self, kind, batch, requests):
         if kind == "bi" and self.on("bi_tlm"):
