@@ -212,6 +212,12 @@ def _wrong_kinds_of_path(prog: str, build: Callable) -> List[Case]:
         Case(prog, "batch_size_zero", more("--batch-size", "0"), ["--batch-size 0", "at least 1"]),
         Case(prog, "batch_size_negative", more("--batch-size", "-4"),
              ["--batch-size -4", "at least 1"]),
+        Case(prog, "path_empty_string", build(path=""), ["--path ''", "names no file"]),
+        Case(prog, "spm_empty_string", more("--spm-model", ""),
+             ["--spm-model ''", "names no file"]),
+        Case(prog, "dict_is_spm_model", more("--dict", "{spm}"), ["--dict", "spm.model:1"]),
+        Case(prog, "spm_is_dict", more("--spm-model", "{dict_txt}"),
+             ["--spm-model", "dict.txt", "not a sentencepiece model"]),
     ]  # fmt: skip
     return rows
 
@@ -225,6 +231,7 @@ CASES += [
     Case(AL, "output_under_file", _al(output="{file_txt}/out.align"),
          ["--output", "file.txt is a file"]),
     Case(AL, "output_is_src", _al(output="{src_txt}"), ["--output", "src.txt", "--src"]),
+    Case(AL, "output_empty_string", _al(output=""), ["--output ''", "names no file"]),
     Case(AL, "max_tokens_zero", _al("--max-tokens", "0"), ["--max-tokens 0", "at least 1"]),
     Case(AL, "fp16_on_cpu", _al("--fp16"), ["--fp16", "GPU"]),
     Case(AL, "spm_and_bpe", _al("--bpe-codes", "{file_txt}"), ["--bpe-codes", "--spm-model"]),
@@ -240,6 +247,9 @@ CASES += [
     Case(RE, "json_dir", _re(json="{dir}"), ["--json", "is a directory"]),
     Case(RE, "json_under_file", _re(json="{file_txt}/out.json"), ["--json", "file.txt is a file"]),
     Case(RE, "json_is_src", _re(json="{src_txt}"), ["--json", "src.txt", "--src"]),
+    Case(RE, "json_empty_string", _re(json=""), ["--json ''", "names no file"]),
+    Case(RE, "k_above_sentences", _re("--scoring", "margin", "--k", "7"),
+         ["--k 7", "6 sentence pairs", "--k 4"]),
     Case(RE, "k_zero", _re("--scoring", "margin", "--k", "0"), ["--k 0", "at least 1"]),
     Case(RE, "k_negative", _re("--scoring", "margin", "--k", "-2"), ["--k -2", "at least 1"]),
     Case(RE, "k_with_cosine", _re("--k", "8"), ["--k", "--scoring margin"]),
@@ -250,6 +260,7 @@ CASES += [
     Case(AER, "gold_latin1", _aer(gold="{latin1_txt}"), ["latin1.txt", "UTF-8"]),
     Case(AER, "gold_checkpoint", _aer(gold="{ckpt}"), ["checkpoint.pt", "UTF-8"]),
     Case(AER, "gold_empty", _aer(gold="{empty_txt}"), ["empty.txt is empty"]),
+    Case(AER, "gold_empty_string", _aer(gold=""), ["GOLD ''", "names no file"]),
     Case(AER, "gold_blank", _aer(gold="{blank_txt}", pred="{blank_txt}"),
          ["blank.txt", "no gold links"]),
     Case(AER, "gold_naacl_blank", _aer("{blank_txt}", "{empty_txt}", "--gold-format", "naacl"),

@@ -34,6 +34,7 @@ from ..evaluation.aer import (
     format_counts,
     format_scores,
 )
+from .align import check_named
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.aer")
@@ -88,6 +89,7 @@ def get_parser() -> argparse.ArgumentParser:
 
 def evaluate(args: argparse.Namespace) -> AerScores:
     """Score ``args.pred`` against ``args.gold``; print the counts, then the scores."""
+    check_named({"GOLD": args.gold, "PRED": args.pred, "--src": args.src, "--tgt": args.tgt})
     counts = evaluate_files(
         args.gold, args.pred, args.gold_format, args.one_based_pred, args.src, args.tgt
     )

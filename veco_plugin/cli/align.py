@@ -35,6 +35,9 @@ from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.align")
 
+# the flags naming files, as ``args`` attributes
+_FILE_FLAGS = ("path", "spm_model", "bpe_codes", "dict", "src", "tgt", "output")
+
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -133,6 +136,14 @@ def check_at_least(value: Optional[int], flag: str, least: int = 1) -> None:
         raise VecoUserError(f"{flag} {value}: must be at least {least}")
 
 
+def check_named(paths: Dict[str, Optional[str]]) -> None:
+    """Refuse a file flag given an empty string (``--output ""`` would fall back to
+    stdout, ``--spm-model ""`` to the default): ``paths`` is ``{flag: value}``."""
+    for flag, value in paths.items():
+        if value is not None and not value.strip():
+            raise VecoUserError(f"{flag} {value!r} names no file: give a file's path")
+
+
 def check_output(path: str, flag: str, example: str, inputs: Dict[str, Optional[str]]) -> None:
     """``flag path`` can be written (:func:`~veco_plugin.outputs.check_output_file`) and
     names none of ``inputs`` (``{flag: path}``), which it would overwrite."""
@@ -146,7 +157,8 @@ def check_output(path: str, flag: str, example: str, inputs: Dict[str, Optional[
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    """Numbers and combinations, before any file is read."""
+    """Numbers, combinations and file names, before any file is read."""
+    check_named({f"--{k.replace('_', '-')}": getattr(args, k) for k in _FILE_FLAGS})
     check_at_least(args.batch_size, "--batch-size")
     check_at_least(args.max_tokens, "--max-tokens")
     check_at_least(args.layer, "--layer", 0)

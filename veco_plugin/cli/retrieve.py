@@ -43,10 +43,13 @@ from ..evaluation.retrieval import (
     sentence_ids,
 )
 from ..outputs import write_text
-from .align import check_at_least, check_output
+from .align import check_at_least, check_named, check_output
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.retrieve")
+
+# the flags naming files, as ``args`` attributes
+_FILE_FLAGS = ("path", "spm_model", "dict", "src", "tgt", "json")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -133,7 +136,9 @@ def _embed_lines(
 
 
 def _check_flags(args: argparse.Namespace) -> int:
-    """Numbers and combinations, before any file is read; returns the margin's k."""
+    """Numbers, combinations and file names, before any file is read; returns the
+    margin's k."""
+    check_named({f"--{k.replace('_', '-')}": getattr(args, k) for k in _FILE_FLAGS})
     check_at_least(args.batch_size, "--batch-size")
     check_at_least(args.layer, "--layer", 0)
     check_at_least(args.k, "--k")
@@ -159,6 +164,11 @@ def _read_sentences(args: argparse.Namespace) -> Tuple[List[str], List[str]]:
         raise VecoUserError(
             f"--src {args.src} and --tgt {args.tgt} hold 1 sentence pair: retrieval needs at "
             "least 2 (a single candidate is always found)"
+        )
+    if args.k is not None and args.k > len(src_lines):
+        raise VecoUserError(
+            f"--k {args.k}: the neighbourhood is at most the {len(src_lines)} sentence pairs "
+            f"of --src/--tgt; give --k {min(MARGIN_K, len(src_lines))}"
         )
     return src_lines, tgt_lines
 
