@@ -67,8 +67,9 @@ def get_parser() -> argparse.ArgumentParser:
 
 def refuse_other_kinds(path: str) -> None:
     """Refuse ``path`` when it is no pre-trained encoder's checkpoint (a translation model,
-    a fine-tuned classifier), naming its task: called when loading it failed, so that the
-    line says what to export instead of what the other task would need."""
+    a fine-tuned classifier), naming its task: called when setting up its task failed
+    (on the data it was trained with), so that the line says what to export instead of
+    what the other task would need."""
     try:
         arch, task = describe(checkpoint_utils.load_checkpoint_to_cpu(path))
     except Exception:  # unreadable: the loader's own error says why
@@ -112,8 +113,9 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     read_spm_model(spm_model)
     try:
         model, dictionary = load_model(args.path, args.dict)
-    except (VecoUserError, OSError):
-        refuse_other_kinds(args.path)
+    except (VecoUserError, OSError) as exc:
+        if not str(exc).startswith(f"--path {args.path}"):  # the other task's complaint
+            refuse_other_kinds(args.path)
         raise
     with staged_dir(args.output) as stage:
         report, config = export_model(model, dictionary, spm_model, stage)
