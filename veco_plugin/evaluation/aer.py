@@ -284,11 +284,25 @@ def parse_predictions(
     for k, line in enumerate(lines):
         links: Set[Link] = set()
         for token in line.split():
-            link, _ = _parse_pharaoh_link(token, name, k + 1, gold=False, one_based=one_based)
+            try:
+                link, _ = _parse_pharaoh_link(token, name, k + 1, gold=False, one_based=one_based)
+            except VecoUserError as exc:
+                raise VecoUserError(f"{exc}{_swap_hint(lines)}") from None
             _check_range(link, token, k, lengths, name, k + 1, hint)
             links.add(link)
         predicted.append(frozenset(links))
     return predicted
+
+
+_READS_AS_PHARAOH = "the line reads as Pharaoh links (i-j, ipj): use --gold-format pharaoh"
+
+
+def _swap_hint(pred_lines: Sequence[str]) -> str:
+    """A hint when a prediction file reads as a NAACL gold file (the arguments swapped)."""
+    first = next((line for line in pred_lines if line.split()), "")
+    if not _looks_like_naacl(first):
+        return ""
+    return "; PRED reads as a NAACL gold file: give GOLD first, then PRED"
 
 
 def _naacl_int(field: str, what: str, name: str, lineno: int, line: str) -> int:
@@ -378,10 +392,7 @@ def parse_naacl_gold(lines: Sequence[str], name: str, lengths: Optional[Lengths]
         except VecoUserError as exc:
             if not all(_PHARAOH_LINK.match(token) for token in line.split()):
                 raise
-            raise VecoUserError(
-                f"{exc}; the line reads as Pharaoh links (i-j, ipj): use --gold-format "
-                "pharaoh (the default)"
-            ) from None
+            raise VecoUserError(f"{exc}; {_READS_AS_PHARAOH}") from None
     labels = sorted({x.label for x in links})
     if lengths is not None and len(labels) != len(lengths):
         span = f", {labels[0]}..{labels[-1]}" if labels else ""
@@ -516,7 +527,15 @@ def evaluate_files(
         gold = parse_pharaoh_gold(gold_lines, gold_path, lengths)
         source = "one line each"
     else:
-        gold = parse_naacl_gold(gold_lines, gold_path, lengths)
+        try:
+            gold = parse_naacl_gold(gold_lines, gold_path, lengths)
+        except VecoUserError as exc:
+            if _READS_AS_PHARAOH in str(exc) and _swap_hint(read_lines(pred_path)):
+                raise VecoUserError(
+                    f"{gold_path} reads as Pharaoh links and {pred_path} as a NAACL gold "
+                    "file: give GOLD first, then PRED"
+                ) from None
+            raise
         source = "one per distinct sentence_no, in ascending order"
     _refuse_gold_without_links(gold, gold_path, len(gold_lines), lengths is not None)
 
@@ -525,7 +544,7 @@ def evaluate_files(
         raise VecoUserError(
             f"{pred_path} has {len(pred_lines)} lines but {gold_path} has "
             f"{len(gold.sentences)} sentence pairs ({source}); write one line per sentence "
-            "pair, in order, an empty line for a pair without links"
+            f"pair, in order, an empty line for a pair without links{_swap_hint(pred_lines)}"
         )
     predicted = parse_predictions(pred_lines, pred_path, one_based_pred, lengths)
     if gold.left_out:
