@@ -95,6 +95,10 @@ def p(tmp_path_factory) -> Dict[str, str]:
     del state["extra_state"]["veco_init_nmt"]
     torch.save(state, root / "trained_nmt.pt")
     paths["trained_nmt_pt"] = root / "trained_nmt.pt"
+    state = torch.load(paths["ckpt"], weights_only=False)  # a fine-tuned classifier's task
+    state["cfg"]["task"].update(_name="sentence_prediction", num_classes=2)
+    torch.save(state, root / "classifier.pt")
+    paths["classifier_pt"] = root / "classifier.pt"
 
     from veco_plugin.corpora.subwords import train_sentencepiece
 
@@ -176,6 +180,9 @@ def _wrong_kinds_of_path(prog: str, build: Callable) -> List[Case]:
               "veco_tiny/checkpoint.pt"]),
         Case(prog, "path_fine_tuned_translation", build(path="{trained_nmt_pt}"),
              ["--path", "trained_nmt.pt", "translation", "veco_pretraining", "RoBERTa"]),
+        Case(prog, "path_classifier", build(path="{classifier_pt}"),
+             ["--path", "classifier.pt", "fine-tuned model", "sentence_prediction",
+              "pre-training checkpoint"]),
         Case(prog, "dict_not_found",
              lambda p: [a for a in build(path="{ckdir}/checkpoint_best.pt")(p)
                         if a not in ("--dict", p["dict_txt"])],

@@ -54,6 +54,9 @@ METHODS = ("ot", "argmax", "itermax")
 # Table 2: hidden states of layer 8 of XLM-R base's 12 layers
 ALIGN_DEPTH = 8 / 12
 
+# the tasks whose checkpoints hold a pre-trained encoder (veco, RoBERTa, XLM-R)
+ENCODER_TASKS = ("veco_pretraining", "masked_lm", "multilingual_masked_lm")
+
 # the dictionary file a fairseq task reads from its data directory
 DICT_NAME = "dict.txt"
 
@@ -162,24 +165,26 @@ def _read_checkpoint(path: str) -> Dict:
 
 
 def _refuse_other_models(path: str, state: Dict) -> None:
-    """Refuse, before its task is set up, a checkpoint whose model is not an encoder (a
-    translation model from ``veco-init-nmt`` or fairseq-train): its task would ask for
-    flags these commands do not have."""
+    """Refuse, before its task is set up, a checkpoint that holds no pre-trained encoder (a
+    translation model from ``veco-init-nmt`` or fairseq-train, a fine-tuned classifier):
+    its task would ask for files and flags these commands do not have."""
     arch, task = describe(state)
     model_class = MODEL_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch, arch))
-    if model_class is None or issubclass(model_class, RobertaModel):
-        return  # an encoder, or an architecture this process does not know: fairseq says
+    encoder = model_class is None or issubclass(model_class, RobertaModel)
+    if encoder and task in (*ENCODER_TASKS, "?"):
+        return  # a pre-trained encoder, or a checkpoint that does not say: fairseq decides
     made_from = ((state.get("extra_state") or {}).get("veco_init_nmt") or {}).get("pretrained")
     if made_from:
         fix = f"give the pre-training checkpoint veco-init-nmt made it from, {made_from}"
     else:
         fix = (
-            "give an encoder's pre-training checkpoint (fairseq-train --task "
+            "give the pre-training checkpoint it was initialized from (fairseq-train --task "
             "veco_pretraining, or a fairseq RoBERTa/XLM-R model.pt)"
         )
-    kind = "translation " if "translation" in task else ""
+    kind = "translation" if "translation" in task else "fine-tuned"
     raise VecoUserError(
-        f"--path {path} holds a {kind}model ({arch}, --task {task}), not an encoder: {fix}"
+        f"--path {path} holds a {kind} model ({arch}, --task {task}), not a pre-trained "
+        f"encoder: {fix}"
     )
 
 
