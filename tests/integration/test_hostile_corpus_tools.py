@@ -120,6 +120,7 @@ def build_inputs(root: Path) -> Dict[str, str]:
     symbols = [line.split()[0] for line in frozen]
     put("encoded.txt", " ".join(symbols[:20]) + "\n" + " ".join(symbols[10:30]) + "\n")
     put("foreign.txt", "zzq1 zzq2 zzq3\n")
+    put("plain.gz", "not compressed\n")
     put("map_latin1.tsv", b"0\t0\t<s>\n1\t1\tcaf\xe9\n")
     put("words3.txt", "file Datei\nprint Drucken Druck\n")
 
@@ -332,6 +333,8 @@ CASES = [
     Case(RV, "data_dir", _RV + "--data {dir}", ["--data", "dir is a directory"], ["rv"]),
     Case(RV, "data_latin1", _RV + "--data {latin1_txt}", ["latin1.txt line 2: not valid UTF-8"],
          ["rv"]),
+    Case(RV, "data_not_gzip", _RV + "--data {plain_gz}",
+         ["plain.gz: not a complete gzip file after 0 lines", "drop the .gz"], ["rv"]),
     Case(RV, "data_empty", _RV + "--data {empty_txt}", ["--data", "no tokens"], ["rv"]),
     Case(RV, "data_foreign", _RV + "--data {foreign_txt}",
          ["none of the 3 token types of --data is in --dict"], ["rv"]),

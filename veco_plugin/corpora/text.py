@@ -3,9 +3,9 @@
 Reading: lines are split on ``\\n`` only and decoded as strict UTF-8; a line that is not
 UTF-8 is reported as ``FILE line N: not valid UTF-8 (byte 0xXX at column C); FIX`` (the
 caller chooses FIX, or drops the line and counts it). ``.gz`` files are read
-transparently. :func:`normalize` collapses every whitespace run (tabs, stray ``\\r``,
-U+2028 ...) to one space, so fairseq-preprocess, which also breaks lines at ``\\r``,
-sees the same lines.
+transparently (one that is truncated or no gzip at all is one line too).
+:func:`normalize` collapses every whitespace run (tabs, stray ``\\r``, U+2028 ...) to one
+space, so fairseq-preprocess, which also breaks lines at ``\\r``, sees the same lines.
 
 Writing: :func:`write_lines` writes ``PATH.part`` and renames it, so a killed run never
 leaves a half-written file under the final name; :func:`check_output_dir` refuses an
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from typing import (
     BinaryIO,
     Dict,
@@ -82,13 +83,20 @@ def read_lines(
     that is fatal). ``shown``: the name used in messages (default ``path``)."""
     shown = path if shown is None else shown
     with open_bytes(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield BadLine(shown, lineno, exc)
-                continue
-            yield text.rstrip("\r\n") if keep_raw else normalize(text)
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield BadLine(shown, lineno, exc)
+                    continue
+                yield text.rstrip("\r\n") if keep_raw else normalize(text)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # a .gz file only
+            raise VecoUserError(
+                f"{shown}: not a complete gzip file after {lineno} lines ({exc}); download or "
+                "compress it again, or drop the .gz from its name if it is plain text"
+            ) from None
 
 
 def strict(lines: Iterable[Union[str, BadLine]], fix: str = FIX_LINE) -> Iterator[str]:
