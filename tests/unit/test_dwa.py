@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.alignment import self_label
+from veco_plugin.models.requests import PlugOut
 from veco_plugin.objectives import build_criterion
 from veco_plugin.terms.word_alignment import DenoisingAlignmentTerm
 
@@ -60,17 +61,13 @@ def _by_hand(model, d, batch, label_layer, dwa_layer):
         tgt = torch.arange(lx + 1, len(clean) - 1)
         model.eval()
         with torch.no_grad():
-            out = model(
-                requests={"h": {"mode": "plug_out", "tokens": clean[None], "layers": [label_layer]}}
-            )
-        h = out["h"]["hidden"][label_layer][0]
+            out = model(requests={"h": PlugOut(clean[None], layers=(label_layer,))})
+        h = out["h"].hidden[label_layer][0]
         links = self_label(h[src][None], h[tgt][None], torch.ones(1, len(src), dtype=torch.bool),
                            torch.ones(1, len(tgt), dtype=torch.bool))[0]  # fmt: skip
         model.train()
-        out = model(
-            requests={"h": {"mode": "plug_out", "tokens": masked_in[None], "layers": [dwa_layer]}}
-        )
-        h = out["h"]["hidden"][dwa_layer][0]
+        out = model(requests={"h": PlugOut(masked_in[None], layers=(dwa_layer,))})
+        h = out["h"].hidden[dwa_layer][0]
         p = model.pointer
         q, k = p.q_proj(h), p.k_proj(h)
         fwd = torch.log_softmax(q[src] @ k[tgt].T / math.sqrt(h.size(-1)), -1)

@@ -3,6 +3,7 @@
 import torch
 
 from tests.helpers.toy import build, random_tokens, stream_logits, toy_dictionary
+from veco_plugin.models.requests import Embed, PlugOut, TwoStream
 
 
 def test_shapes_and_layout():
@@ -13,15 +14,15 @@ def test_shapes_and_layout():
     assert logits.shape == (4, 9, len(d))
     out = model(
         requests={
-            "pairs": {"mode": "two_stream", "tokens": tokens, "masked": tokens.ne(d.pad())},
-            "concat": {"mode": "plug_out", "tokens": tokens, "layers": (0, 1, 2)},
-            "rows": {"mode": "embed", "ids": tokens[0]},
+            "pairs": TwoStream(tokens, tokens.ne(d.pad())),
+            "concat": PlugOut(tokens, layers=(0, 1, 2)),
+            "rows": Embed(tokens[0]),
         }
     )
-    assert out["pairs"]["h_logits"].shape == out["pairs"]["s_logits"].shape == (36, len(d))
-    assert [h.shape for h in out["concat"]["hidden"].values()] == [(4, 9, 64)] * 3
-    assert "logits" not in out["concat"]
-    assert out["rows"]["embeddings"].shape == (9, 64)
+    assert out["pairs"].h_logits.shape == out["pairs"].s_logits.shape == (36, len(d))
+    assert [h.shape for h in out["concat"].hidden.values()] == [(4, 9, 64)] * 3
+    assert out["concat"].logits is None
+    assert out["rows"].embeddings.shape == (9, 64)
     keys = model.state_dict().keys()
     assert "encoder.sentence_encoder.layers.1.cross_attn.k_proj.weight" in keys
     assert "encoder.sentence_encoder.layers.1.cross_attn_layer_norm.weight" in keys
@@ -104,13 +105,9 @@ def test_plug_out_request_equals_roberta_forward_and_keeps_layers():
     masked = tokens.ne(d.pad())
     with torch.no_grad():
         logits, extra = model(tokens, return_all_hiddens=True)
-        out = model(
-            requests={
-                "x": {"mode": "plug_out", "tokens": tokens, "masked": masked, "layers": (1, 2)}
-            }
-        )["x"]
-    torch.testing.assert_close(out["logits"], logits[masked], rtol=0, atol=0)
+        out = model(requests={"x": PlugOut(tokens, masked, layers=(1, 2))})["x"]
+    torch.testing.assert_close(out.logits, logits[masked], rtol=0, atol=0)
     for layer in (1, 2):  # fairseq's inner_states[l] is (T, B, C)
         torch.testing.assert_close(
-            out["hidden"][layer], extra["inner_states"][layer].transpose(0, 1), rtol=0, atol=0
+            out.hidden[layer], extra["inner_states"][layer].transpose(0, 1), rtol=0, atol=0
         )

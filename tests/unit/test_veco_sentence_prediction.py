@@ -16,6 +16,7 @@ from veco_plugin.criterions.veco_sentence_prediction import (
     VecoSentencePredictionCriterion,
     VecoSentencePredictionCriterionConfig,
 )
+from veco_plugin.models.requests import TwoStream
 from veco_plugin.models.veco_sentence_classifier import VecoSentenceClassifier, stack_pair
 
 HEAD = "sentence_classification_head"
@@ -86,8 +87,8 @@ def test_plug_in_head_reads_h_and_s_of_both_sides():
     with torch.no_grad():
         logits, _ = model(x, classification_head_name=HEAD, translation_tokens=y)
         pair = stack_pair(x, y, d.pad())
-        out = model(requests={"p": {"mode": "two_stream", "tokens": pair, "features": True}})
-        h, s = out["p"]["h"], out["p"]["s"]  # (6, 12, 64)
+        out = model(requests={"p": TwoStream(pair, features=True)})
+        h, s = out["p"].h, out["p"].s  # (6, 12, 64)
         cls = torch.cat([h[:, 0], s[:, 0]], dim=-1)  # [H^L ; S^L] at <s>, (6, 128)
         expected = head.out_proj(torch.tanh(head.dense(cls)))
     assert logits.shape == (6, 3)

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 from tests.helpers.toy import ToyTask, build, diagonal_links, pair_batch, toy_dictionary
 from veco_plugin.errors import VecoUserError
+from veco_plugin.models.requests import PlugOut
 from veco_plugin.objectives import build_criterion
 
 
@@ -20,8 +21,8 @@ def _setup(seed=0):
 def _by_hand(model, batch, links):
     """Σ -log p~(w_i) over masked pieces with a partner, pair by pair."""
     concat, target = batch["concat_tokens"], batch["concat_target"]
-    out = model(requests={"h": {"mode": "plug_out", "tokens": concat, "layers": [2]}})
-    hidden = out["h"]["hidden"][2]  # (B, T, C)
+    out = model(requests={"h": PlugOut(concat, layers=(2,))})
+    hidden = out["h"].hidden[2]  # (B, T, C)
     head, exchange = model.encoder.lm_head, model.exchange
     loss, count = torch.zeros(()), 0
     for b, first in enumerate(batch["first_lengths"].tolist()):

@@ -11,6 +11,7 @@ from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 
 from ..errors import VecoUserError
+from ..models.requests import Request
 from ..terms import TERM_FAMILIES, VecoTerm, check_weight, kind_of
 from ..terms.base import inner_model
 from ..terms.scores import logged_total
@@ -175,7 +176,7 @@ class MaskedTermsCriterion(FairseqCriterion):
     def forward(self, model, sample, reduce=True):
         for term in self.terms:
             term.prepare(model)
-        requests: Dict[str, Dict[str, Any]] = {}
+        requests: Dict[str, Request] = {}
         for kind, batch in sample.items():
             for term in self.terms:
                 term.requests(kind, batch, requests)

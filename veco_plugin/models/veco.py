@@ -7,7 +7,7 @@ the cross-attention missing.
 """
 
 import logging
-from typing import Any, Dict, Optional, Sequence
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,21 @@ from ..modules.pointer_network import VecoPointerNetwork, split_pair, word_posit
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
 from ..modules.word_exchange import VecoWordExchangeHead, exchange
 from .flag_checks import check_model_flags
+from .requests import (
+    Embed,
+    EmbedOutput,
+    Exchange,
+    Output,
+    PlugOut,
+    PlugOutOutput,
+    Pointer,
+    PointerOutput,
+    Request,
+    SelfLabel,
+    SelfLabelOutput,
+    TwoStream,
+    TwoStreamOutput,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,40 +59,10 @@ class VecoModel(RobertaModel):
 
     * ``model(src_tokens, ...)``: RoBERTa's forward (plug-out), unchanged.
     * ``model(requests={name: request, ...})``: all a training step needs, in one
-      call; returns ``{name: outputs}``. A request is a dict; its ``mode`` says what
-      is computed (tensors are batch-first):
-
-      ``"plug_out"``: the H stream over ``tokens`` (B, T).
-          ``first_lengths`` (B,): positions restart at the second segment of a
-          concatenated pair (XLM's TLM); absent: they run on (VECO).
-          ``masked`` (B, T) bool -> ``logits`` (M, V) at the M masked positions
-          (row-major); ``layers`` (ints) -> ``hidden`` ``{l: (B, T, C)}``
-          (0 = embeddings, L = H^L).
-          ``pointer`` ``{"layer": l, "first_lengths": (B,), "width": W}`` (``tokens``
-          a concatenated pair, see ``pointer_network.split_pair``) -> ``pointer``
-          ``{"forward", "backward"}`` (B, W, W) log-probabilities of XLM-Align's
-          pointer network on layer ``l`` (eqs. 11-13) and ``"x_real"``, ``"y_real"``
-          (B, W) word-piece masks; needs ``build_extension("pointer")``.
-          ``exchange`` ``{"links": (B, W, W) bool, "first_lengths": (B,),
-          "select_x": (B, W), "select_y": (B, W)}`` (``tokens`` a concatenated pair,
-          links in the pair layout) -> ``exchange_logits`` (M', V): WEAM's
-          cross-lingual prediction (eqs. 5-8) from the last layer at the selected
-          positions, x's rows then y's (row-major); needs ``build_extension("exchange")``.
-      ``"self_label"``: ``tokens`` (B, T), ``layer`` l -> ``hidden`` (B, T, C) of layer
-          l, computed without gradient and without dropout (XLM-Align's alignment
-          self-labelling, Algorithm 1 line 6); ``first_lengths`` as ``plug_out``.
-      ``"two_stream"``: pairs stacked as ``tokens`` (2B, T), rows ``:B`` the x̂,
-          rows ``B:`` the paired ŷ. ``masked`` (2B, T) -> ``h_logits`` (eqs. 10-11)
-          and ``s_logits`` (eqs. 12-13), (M, V) each, x's rows before y's;
-          ``features=True`` -> ``h``, ``s`` (2B, T, C) = H^L and S^L.
-          ``need_h`` / ``need_s`` (default True) select the logits;
-          ``stop_gradient`` (default True) treats H^L as a constant in the S
-          stream (paper §2.2).
-      ``"embed"``: ``ids`` (N,) -> ``embeddings`` (N, C), rows of the input
-          embedding table.
+      call; returns ``{name: output}``. The request types and their outputs are in
+      :mod:`veco_plugin.models.requests` (``PlugOut``, ``SelfLabel``, ``TwoStream``,
+      ``Embed``).
     """
-
-    MODES = ("plug_out", "two_stream", "embed", "self_label")
 
     def __init__(self, args, encoder):
         super().__init__(args, encoder)
@@ -118,7 +103,7 @@ class VecoModel(RobertaModel):
         features_only: bool = False,
         return_all_hiddens: bool = False,
         classification_head_name: Optional[str] = None,
-        requests: Optional[Dict[str, Dict[str, Any]]] = None,
+        requests: Optional[Dict[str, Request]] = None,
         **kwargs,
     ):
         if requests is None:
@@ -127,76 +112,71 @@ class VecoModel(RobertaModel):
             )
         return {name: self._serve(request) for name, request in requests.items()}
 
-    def _serve(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        options = dict(request)
-        mode = options.pop("mode")
-        if mode not in self.MODES:
-            raise ValueError(f"unknown request mode {mode!r}; one of {', '.join(self.MODES)}")
-        return getattr(self, f"_{mode}")(**options)
+    def _serve(self, request: Request) -> Output:
+        if isinstance(request, PlugOut):
+            return self._plug_out(request)
+        if isinstance(request, TwoStream):
+            return self._two_stream(request)
+        if isinstance(request, SelfLabel):
+            return self._self_label(request)
+        if isinstance(request, Embed):
+            return EmbedOutput(self.sentence_encoder.embed_tokens(request.ids))
+        raise TypeError(f"not a veco request: {type(request).__name__}")
 
     def _logits(self, features: Tensor, masked: Optional[Tensor]) -> Tensor:
         """LM head on ``features`` (B, T, C) at ``masked`` (B, T) -> (M, V)."""
         return self.encoder.output_layer(features, masked)
 
-    def _plug_out(
-        self,
-        tokens: Tensor,
-        masked: Optional[Tensor] = None,
-        first_lengths: Optional[Tensor] = None,
-        layers: Sequence[int] = (),
-        pointer: Optional[Dict[str, Any]] = None,
-        exchange: Optional[Dict[str, Any]] = None,
-    ) -> Dict[str, Any]:
+    def _plug_out(self, request: PlugOut) -> PlugOutOutput:
         encoder = self.sentence_encoder
+        tokens, pointer = request.tokens, request.pointer
         positions = None
-        if first_lengths is not None:
-            positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
-        keep = tuple(layers) + ((pointer["layer"],) if pointer else ())
+        if request.first_lengths is not None:
+            positions = reset_positions(tokens, request.first_lengths, encoder.padding_idx)
+        keep = tuple(request.layers) + ((pointer.layer,) if pointer else ())
         last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=keep)
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
-        out: Dict[str, Any] = {"hidden": {k: hidden[k] for k in layers}}
-        if masked is not None:
-            out["logits"] = self._logits(last.transpose(0, 1), masked)
-        if pointer:
-            out["pointer"] = self._point(tokens, hidden[pointer["layer"]], pointer)
-        if exchange:
-            out["exchange_logits"] = self._exchange(last.transpose(0, 1), **exchange)
-        return out
+        return PlugOutOutput(
+            hidden={k: hidden[k] for k in request.layers},
+            logits=(
+                None
+                if request.masked is None
+                else self._logits(last.transpose(0, 1), request.masked)
+            ),
+            pointer=self._point(tokens, hidden[pointer.layer], pointer) if pointer else None,
+            exchange_logits=(
+                self._exchange(last.transpose(0, 1), request.exchange) if request.exchange else None
+            ),
+        )
 
-    def _exchange(
-        self,
-        last: Tensor,
-        links: Tensor,
-        first_lengths: Tensor,
-        select_x: Tensor,
-        select_y: Tensor,
-    ) -> Tensor:
+    def _exchange(self, last: Tensor, request: Exchange) -> Tensor:
         """WEAM eqs. 5-8 on ``last`` (B, T, C) = H^L of the concatenated pair."""
         if self.exchange is None:
             raise ValueError("this veco model has no word-exchange head (build_extension)")
-        x, y = split_pair(last, first_lengths, links.size(1))  # (B, W, C)
-        x_read, y_read = exchange(x, y, links)  # eq. 5
-        features = torch.cat([self.exchange(x_read)[select_x], self.exchange(y_read)[select_y]])
+        x, y = split_pair(last, request.first_lengths, request.links.size(1))  # (B, W, C)
+        x_read, y_read = exchange(x, y, request.links)  # eq. 5
+        features = torch.cat(
+            [self.exchange(x_read)[request.select_x], self.exchange(y_read)[request.select_y]]
+        )
         head = self.encoder.lm_head  # eq. 8: linear(.) . e_k with the tied embeddings
         return F.linear(head.layer_norm(features), head.weight) + head.bias
 
-    def _point(self, tokens: Tensor, hidden: Tensor, pointer: Dict[str, Any]) -> Dict[str, Tensor]:
+    def _point(self, tokens: Tensor, hidden: Tensor, request: Pointer) -> PointerOutput:
         if self.pointer is None:
             raise ValueError("this veco model has no pointer network (build_extension)")
         d = self.encoder.dictionary
-        lengths, width = pointer["first_lengths"], pointer["width"]
+        lengths, width = request.first_lengths, request.width
         x_real, y_real = word_positions(tokens, lengths, width, d.pad(), d.bos(), d.eos())
         x, y = split_pair(hidden, lengths, width)
         forward, backward = self.pointer(x, y, x_real, y_real)
-        return {"forward": forward, "backward": backward, "x_real": x_real, "y_real": y_real}
+        return PointerOutput(forward, backward, x_real, y_real)
 
-    def _self_label(
-        self, tokens: Tensor, layer: int, first_lengths: Optional[Tensor] = None
-    ) -> Dict[str, Tensor]:
+    def _self_label(self, request: SelfLabel) -> SelfLabelOutput:
         encoder = self.sentence_encoder
+        tokens, layer = request.tokens, request.layer
         positions = None
-        if first_lengths is not None:
-            positions = reset_positions(tokens, first_lengths, encoder.padding_idx)
+        if request.first_lengths is not None:
+            positions = reset_positions(tokens, request.first_lengths, encoder.padding_idx)
         training = self.training
         self.train(False)
         try:
@@ -204,40 +184,32 @@ class VecoModel(RobertaModel):
                 _, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=(layer,))
         finally:
             self.train(training)
-        return {"hidden": kept[layer].transpose(0, 1)}
+        return SelfLabelOutput(kept[layer].transpose(0, 1))
 
-    def _two_stream(
-        self,
-        tokens: Tensor,
-        masked: Optional[Tensor] = None,
-        stop_gradient: bool = True,
-        need_h: bool = True,
-        need_s: bool = True,
-        features: bool = False,
-    ) -> Dict[str, Tensor]:
+    def _two_stream(self, request: TwoStream) -> TwoStreamOutput:
         encoder = self.sentence_encoder
-        need_h_grad = need_h or features or not stop_gradient
+        tokens, masked, stop_gradient = request.tokens, request.masked, request.stop_gradient
+        need_h_grad = request.need_h or request.features or not stop_gradient
         # Without H outputs and with the stop-gradient, nothing back-propagates into H.
         with torch.set_grad_enabled(torch.is_grad_enabled() and need_h_grad):
             h, _ = encoder.forward_stream(tokens)  # (T, 2B, C)
-        out = {}
-        if need_h and masked is not None:
-            out["h_logits"] = self._logits(h.transpose(0, 1), masked)
-        if features:
-            out["h"] = h.transpose(0, 1)
-        if need_s or features:
+        h_logits = s_logits = s = None
+        if request.need_h and masked is not None:
+            h_logits = self._logits(h.transpose(0, 1), masked)
+        if request.need_s or request.features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
             memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
             s, _ = encoder.forward_stream(tokens, memory, memory_padding_mask)
-            if need_s and masked is not None:
-                out["s_logits"] = self._logits(s.transpose(0, 1), masked)
-            if features:
-                out["s"] = s.transpose(0, 1)
-        return out
-
-    def _embed(self, ids: Tensor) -> Dict[str, Tensor]:
-        return {"embeddings": self.sentence_encoder.embed_tokens(ids)}
+            if request.need_s and masked is not None:
+                s_logits = self._logits(s.transpose(0, 1), masked)
+        features = request.features
+        return TwoStreamOutput(
+            h_logits=h_logits,
+            s_logits=s_logits,
+            h=h.transpose(0, 1) if features else None,
+            s=s.transpose(0, 1) if features and s is not None else None,
+        )
 
     def cross_attention_parameters(self):
         return self.sentence_encoder.cross_attention_parameters()

@@ -17,11 +17,12 @@ layout as ``VecoModel`` plus RoBERTa's ``classification_heads.<name>.*``), so a
 """
 
 import logging
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from .requests import Request, TwoStream
 from .veco import VecoModel
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class VecoSentenceClassifier(VecoModel):
         features_only: bool = False,
         return_all_hiddens: bool = False,
         classification_head_name: Optional[str] = None,
-        requests: Optional[Dict[str, Dict[str, Any]]] = None,
+        requests: Optional[Dict[str, Request]] = None,
         translation_tokens: Optional[Tensor] = None,
         **kwargs,
     ):
@@ -94,16 +95,15 @@ class VecoSentenceClassifier(VecoModel):
     def plug_in_features(self, x: Tensor, y: Tensor) -> Tuple[Tensor, Tensor]:
         """H^L, S^L (2B, T, C) of the pairs (x, y), x's rows first."""
         pair = stack_pair(x, y, self.encoder.dictionary.pad())
-        request = {
-            "mode": "two_stream",
-            "tokens": pair,
-            "features": True,
-            "need_h": False,
-            "need_s": False,
-            "stop_gradient": self.plug_in_stop_gradient,
-        }
+        request = TwoStream(
+            pair,
+            features=True,
+            need_h=False,
+            need_s=False,
+            stop_gradient=self.plug_in_stop_gradient,
+        )
         out = super().forward(requests={"pair": request})["pair"]
-        return out["h"], out["s"]
+        return out.h, out.s
 
     def _warn_fallback(self, name: str) -> None:
         if not self._warned_fallback:

@@ -4,6 +4,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import VecoUserError
+from ..models.requests import Request
 
 
 class VecoTerm:
@@ -59,17 +60,17 @@ class VecoTerm:
     def prepare(self, model: Any) -> None:
         """Called with the (wrapped) model before each step's requests."""
 
-    def requests(self, kind: str, batch: Dict, requests: Dict[str, Dict[str, Any]]) -> None:
-        pass
+    def requests(self, kind: str, batch: Dict, requests: Dict[str, Request]) -> None:
+        """Add what this family needs of the ``kind`` sub-batch to the step's requests."""
 
-    def shared_requests(self, requests: Dict[str, Dict[str, Any]]) -> None:
-        pass
+    def shared_requests(self, requests: Dict[str, Request]) -> None:
+        """Add what this family needs once per step, whatever the sub-batches."""
 
-    def add(self, kind: str, batch: Dict, outputs: Dict, terms: Dict[str, Dict]) -> None:
-        pass
+    def add(self, kind: str, batch: Dict, outputs: Dict[str, Any], terms: Dict[str, Dict]) -> None:
+        """Add this family's terms of the ``kind`` sub-batch from the model's outputs."""
 
-    def add_shared(self, outputs: Dict, sample_size: Any, terms: Dict[str, Dict]) -> None:
-        pass
+    def add_shared(self, outputs: Dict[str, Any], sample_size: Any, terms: Dict[str, Dict]) -> None:
+        """Add this family's once-per-step terms."""
 
     @staticmethod
     def reduce_metrics(logging_outputs: List[Dict]) -> None:

@@ -32,6 +32,7 @@ from ..data.bilingual_dictionary import (
 )
 from ..errors import VecoUserError
 from ..evaluation.word_translation import build_task, word_translation_hits
+from ..models.requests import Embed
 from .base import VecoTerm, inner_model
 from .scores import logged_total
 
@@ -144,14 +145,11 @@ class DictionaryAlignmentTerm(VecoTerm):
 
     def shared_requests(self, requests):
         d = self.dictionary
-        requests["align"] = {
-            "mode": "embed",
-            "ids": torch.cat([d.src_ids.reshape(-1), d.tgt_ids.reshape(-1)]),
-        }
+        requests["align"] = Embed(torch.cat([d.src_ids.reshape(-1), d.tgt_ids.reshape(-1)]))
 
     def add_shared(self, outputs, sample_size, terms):
         d = self.dictionary
-        rows = outputs["align"]["embeddings"]  # (N*P_src + N*P_tgt, C)
+        rows = outputs["align"].embeddings  # (N*P_src + N*P_tgt, C)
         n_src = d.src_ids.numel()
         src = mean_embeddings(rows[:n_src], _positions(d.src_ids), d.src_mask)  # (N, C)
         tgt = mean_embeddings(rows[n_src:], _positions(d.tgt_ids), d.tgt_mask)  # (N, C)

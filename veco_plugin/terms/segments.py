@@ -7,6 +7,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ..errors import VecoUserError
+from ..models.requests import PlugOut, TwoStream
 from .base import VecoTerm
 from .scores import masked_cross_entropy, summed, targets_at, token_scores
 
@@ -46,37 +47,32 @@ class SegmentTerms(VecoTerm):
         mlm, ca = self.on(f"{kind}_mlm"), self.on(f"{kind}_ca")
         masked = batch["pair_target"].ne(self.pad)
         if ca:
-            requests[f"{kind}_streams"] = {
-                "mode": "two_stream",
-                "tokens": batch["pair_tokens"],
-                "masked": masked,
-                "stop_gradient": not self.cfg.no_stop_gradient,
-                "need_h": mlm,
-                "need_s": True,
-            }
+            requests[f"{kind}_streams"] = TwoStream(
+                batch["pair_tokens"],
+                masked,
+                stop_gradient=not self.cfg.no_stop_gradient,
+                need_h=mlm,
+                need_s=True,
+            )
         elif mlm:
-            requests[f"{kind}_mlm"] = {
-                "mode": "plug_out",
-                "tokens": batch["pair_tokens"],
-                "masked": masked,
-            }
+            requests[f"{kind}_mlm"] = PlugOut(batch["pair_tokens"], masked)
 
     def add(self, kind, batch, outputs, terms):
         if f"{kind}_mlm" in outputs:
-            logits = outputs[f"{kind}_mlm"]["logits"]
+            logits = outputs[f"{kind}_mlm"].logits
             _, gold = targets_at(batch["pair_target"], self.pad, logits.size(0))
             terms[f"{kind}_mlm"] = dict(masked_cross_entropy(logits, gold), key=f"{kind}_mlm")
         if f"{kind}_streams" not in outputs:
             return
         streams = outputs[f"{kind}_streams"]
-        count = streams["s_logits" if "s_logits" in streams else "h_logits"].size(0)
+        count = (streams.h_logits if streams.s_logits is None else streams.s_logits).size(0)
         masked, gold = targets_at(batch["pair_target"], self.pad, count)
         # logits (M, V) follow the masked positions row by row: x's come first
         n_x = masked[: masked.size(0) // 2].sum()
         is_x = torch.arange(gold.numel(), device=gold.device) < n_x
-        for stream, logits in (("mlm", "h_logits"), ("ca", "s_logits")):
-            if logits in streams:
-                loss, correct = token_scores(streams[logits], gold)
+        for stream, logits in (("mlm", streams.h_logits), ("ca", streams.s_logits)):
+            if logits is not None:
+                loss, correct = token_scores(logits, gold)
                 key = f"{kind}_{stream}"
                 terms[f"{kind}_x_{stream}"] = dict(summed(loss, correct, is_x), key=key)
                 terms[f"{kind}_y_{stream}"] = dict(summed(loss, correct, ~is_x), key=key)

@@ -3,12 +3,13 @@
 The same request also carries what other bilingual terms read from that forward
 (XLM-Align's pointer network, WEAM's word exchange): ``concat_request``."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict
 
 from fairseq.dataclass import FairseqDataclass
 
 from ..errors import VecoUserError
+from ..models.requests import PlugOut, Request
 from .base import VecoTerm
 from .scores import masked_cross_entropy, targets_at
 
@@ -25,17 +26,21 @@ class TlmSettings(FairseqDataclass):
 
 
 def concat_request(
-    requests: Dict[str, Dict[str, Any]], batch: Dict, reset_positions: bool
-) -> Dict[str, Any]:
+    requests: Dict[str, Request], batch: Dict, reset_positions: bool, **parts: Any
+) -> PlugOut:
     """The plug-out request ``bi_tlm`` over ``concat_tokens`` (B, Tx+Ty), created by the
-    first bilingual term that needs it."""
-    if "bi_tlm" not in requests:
-        requests["bi_tlm"] = {
-            "mode": "plug_out",
-            "tokens": batch["concat_tokens"],
-            "first_lengths": batch["first_lengths"] if reset_positions else None,
-        }
-    return requests["bi_tlm"]
+    first bilingual term that needs it; ``parts`` (``masked``, ``pointer``,
+    ``exchange``) are what the calling term adds to it."""
+    request = requests.get("bi_tlm")
+    if request is None:
+        request = PlugOut(
+            batch["concat_tokens"],
+            first_lengths=batch["first_lengths"] if reset_positions else None,
+        )
+    assert isinstance(request, PlugOut)
+    request = replace(request, **parts)
+    requests["bi_tlm"] = request
+    return request
 
 
 # the terms computed on the concatenated pair (``concat_request``)
@@ -60,11 +65,11 @@ class TranslationTerm(VecoTerm):
 
     def requests(self, kind, batch, requests):
         if kind == "bi" and self.on("bi_tlm"):
-            request = concat_request(requests, batch, self.cfg.tlm_reset_positions)
-            request["masked"] = batch["concat_target"].ne(self.pad)
+            masked = batch["concat_target"].ne(self.pad)
+            concat_request(requests, batch, self.cfg.tlm_reset_positions, masked=masked)
 
     def add(self, kind, batch, outputs, terms):
         if kind == "bi" and self.on("bi_tlm"):
-            logits = outputs["bi_tlm"]["logits"]
+            logits = outputs["bi_tlm"].logits
             _, gold = targets_at(batch["concat_target"], self.pad, logits.size(0))
             terms["bi_tlm"] = dict(masked_cross_entropy(logits, gold), key="bi_tlm")

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ..alignment import self_label
 from ..errors import VecoUserError
+from ..models.requests import Pointer, SelfLabel
 from ..modules.pointer_network import split_pair
 from .base import VecoTerm, check_range, inner_model
 from .scores import logged_total
@@ -118,27 +119,22 @@ class DenoisingAlignmentTerm(VecoTerm):
     def requests(self, kind, batch, requests):
         if kind != "bi":
             return
-        concat = concat_request(requests, batch, self.cfg.tlm_reset_positions)
+        pointer = Pointer(self.layers["dwa"], batch["first_lengths"], batch["pair_tokens"].size(1))
+        concat = concat_request(requests, batch, self.cfg.tlm_reset_positions, pointer=pointer)
         tokens, target = batch["concat_tokens"], batch["concat_target"]
-        requests["bi_label"] = {
-            "mode": "self_label",
-            "tokens": torch.where(target.ne(self.pad), target, tokens),
-            "layer": self.layers["label"],
-            "first_lengths": concat["first_lengths"],
-        }
-        concat["pointer"] = {
-            "layer": self.layers["dwa"],
-            "first_lengths": batch["first_lengths"],
-            "width": batch["pair_tokens"].size(1),
-        }
+        requests["bi_label"] = SelfLabel(
+            torch.where(target.ne(self.pad), target, tokens),
+            self.layers["label"],
+            first_lengths=concat.first_lengths,
+        )
 
     def add(self, kind, batch, outputs, terms):
         if kind != "bi":
             return
-        pointer = outputs["bi_tlm"]["pointer"]
-        x_real, y_real = pointer["x_real"], pointer["y_real"]  # (B, W)
+        pointer = outputs["bi_tlm"].pointer
+        x_real, y_real = pointer.x_real, pointer.y_real  # (B, W)
         first, width = batch["first_lengths"], x_real.size(1)
-        x_h, y_h = split_pair(outputs["bi_label"]["hidden"], first, width)  # (B, W, C)
+        x_h, y_h = split_pair(outputs["bi_label"].hidden, first, width)  # (B, W, C)
         links = self_label(
             x_h,
             y_h,
@@ -154,8 +150,8 @@ class DenoisingAlignmentTerm(VecoTerm):
         # eq. 14: queries are masked positions with a label; eq. 15: CE to each label
         forward = links & x_masked.unsqueeze(2)  # (B, W_x, W_y)
         backward = links.transpose(1, 2) & y_masked.unsqueeze(2)  # (B, W_y, W_x)
-        loss = _pointed(pointer["forward"], forward) + _pointed(pointer["backward"], backward)
-        correct = _hits(pointer["forward"], forward) + _hits(pointer["backward"], backward)
+        loss = _pointed(pointer.forward, forward) + _pointed(pointer.backward, backward)
+        correct = _hits(pointer.forward, forward) + _hits(pointer.backward, backward)
         labelled = forward.any(2).sum() + backward.any(2).sum()
         terms["bi_dwa"] = {
             "key": "bi_dwa",

@@ -14,6 +14,7 @@ Links come from external word alignments binarized with the bitext
 import torch
 
 from ..errors import VecoUserError
+from ..models.requests import Exchange
 from ..modules.pointer_network import split_pair
 from .base import VecoTerm
 from .scores import masked_cross_entropy, selected
@@ -46,13 +47,8 @@ class WordExchangeTerm(VecoTerm):
         if kind != "bi":
             return
         select_x, select_y = self._selection(batch)
-        concat = concat_request(requests, batch, self.cfg.tlm_reset_positions)
-        concat["exchange"] = {
-            "links": batch["links"],
-            "first_lengths": batch["first_lengths"],
-            "select_x": select_x,
-            "select_y": select_y,
-        }
+        parts = Exchange(batch["links"], batch["first_lengths"], select_x, select_y)
+        concat_request(requests, batch, self.cfg.tlm_reset_positions, exchange=parts)
 
     def add(self, kind, batch, outputs, terms):
         if kind != "bi":
@@ -60,7 +56,7 @@ class WordExchangeTerm(VecoTerm):
         select_x, select_y = self._selection(batch)
         width = select_x.size(1)
         x_gold, y_gold = split_pair(batch["concat_target"], batch["first_lengths"], width)
-        logits = outputs["bi_tlm"]["exchange_logits"]  # (M', V)
+        logits = outputs["bi_tlm"].exchange_logits  # (M', V)
         gold = selected(  # (M',) x's rows first
             torch.stack([x_gold, y_gold]), torch.stack([select_x, select_y]), logits.size(0)
         )

@@ -1,0 +1,139 @@
+"""What a criterion asks of ``VecoModel.forward`` and what it gets back.
+
+A training step builds ``{name: request}`` and calls the model once
+(``model(requests=...)``): fairseq's data-parallel wrappers see and synchronize what
+passes through that one forward. The request's type says what is computed; the output
+of each is the class beside it. Tensors are batch-first; B sentences (or pairs), T
+positions, C hidden size, V vocabulary, W the width of one side of a pair
+(``pair_layout.split_pair``).
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple, Union
+
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """XLM-Align's pointer network (eqs. 11-13) on ``layer`` of a concatenated pair
+    ``x ‖ y`` whose x has ``first_lengths`` (B,) pieces; each side ``width`` wide."""
+
+    layer: int
+    first_lengths: Tensor
+    width: int
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """WEAM's cross-lingual prediction (eqs. 5-8) from the last layer of a concatenated
+    pair: ``links`` (B, W, W) bool in the pair layout, read at ``select_x`` /
+    ``select_y`` (B, W) bool."""
+
+    links: Tensor
+    first_lengths: Tensor
+    select_x: Tensor
+    select_y: Tensor
+
+
+@dataclass(frozen=True)
+class PlugOut:
+    """The H stream over ``tokens`` (B, T), the cross-attention plugged out.
+
+    ``first_lengths`` (B,): positions restart at the second segment of a concatenated
+    pair (XLM's TLM); None: they run on (VECO). ``masked`` (B, T) bool: MLM logits at
+    the masked positions; ``layers``: hidden states to keep (0 = embeddings, L = H^L);
+    ``pointer`` / ``exchange``: heads on the same forward (``tokens`` a concatenated
+    pair; they need ``VecoModel.build_extension``)."""
+
+    tokens: Tensor
+    masked: Optional[Tensor] = None
+    first_lengths: Optional[Tensor] = None
+    layers: Tuple[int, ...] = ()
+    pointer: Optional[Pointer] = None
+    exchange: Optional[Exchange] = None
+
+
+@dataclass(frozen=True)
+class SelfLabel:
+    """Layer ``layer`` of the H stream over ``tokens`` (B, T) without gradient and
+    without dropout (XLM-Align's self-labelling, Algorithm 1 line 6);
+    ``first_lengths`` as :class:`PlugOut`."""
+
+    tokens: Tensor
+    layer: int
+    first_lengths: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class TwoStream:
+    """VECO's two streams over pairs stacked as ``tokens`` (2B, T): rows ``:B`` the x̂,
+    rows ``B:`` the paired ŷ; the S stream of x attends to H^L of y and back.
+
+    ``masked`` (2B, T): H-stream logits (eqs. 10-11, with ``need_h``) and S-stream
+    logits (eqs. 12-13, with ``need_s``); ``features``: H^L and S^L themselves;
+    ``stop_gradient``: H^L is a constant in the S stream (paper §2.2)."""
+
+    tokens: Tensor
+    masked: Optional[Tensor] = None
+    stop_gradient: bool = True
+    need_h: bool = True
+    need_s: bool = True
+    features: bool = False
+
+
+@dataclass(frozen=True)
+class Embed:
+    """Rows ``ids`` (N,) of the input embedding table."""
+
+    ids: Tensor
+
+
+Request = Union[PlugOut, SelfLabel, TwoStream, Embed]
+
+
+@dataclass(frozen=True)
+class PointerOutput:
+    """(B, W, W) log-probabilities x -> y (``forward``) and y -> x (``backward``), and
+    the (B, W) word-piece masks of each side."""
+
+    forward: Tensor
+    backward: Tensor
+    x_real: Tensor
+    y_real: Tensor
+
+
+@dataclass(frozen=True)
+class PlugOutOutput:
+    """``hidden`` {layer: (B, T, C)} of ``PlugOut.layers``; ``logits`` (M, V) at the M
+    masked positions, row-major; ``pointer``; ``exchange_logits`` (M', V) at the
+    selected positions, x's rows then y's."""
+
+    hidden: Dict[int, Tensor] = field(default_factory=dict)
+    logits: Optional[Tensor] = None
+    pointer: Optional[PointerOutput] = None
+    exchange_logits: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class SelfLabelOutput:
+    hidden: Tensor  # (B, T, C)
+
+
+@dataclass(frozen=True)
+class TwoStreamOutput:
+    """``h_logits`` / ``s_logits`` (M, V), x's rows before y's; ``h`` / ``s``
+    (2B, T, C) = H^L and S^L."""
+
+    h_logits: Optional[Tensor] = None
+    s_logits: Optional[Tensor] = None
+    h: Optional[Tensor] = None
+    s: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class EmbedOutput:
+    embeddings: Tensor  # (N, C)
+
+
+Output = Union[PlugOutOutput, SelfLabelOutput, TwoStreamOutput, EmbedOutput]
