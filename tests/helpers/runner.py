@@ -9,6 +9,7 @@ from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from veco_plugin.fairseq_logs import json_records
+from veco_plugin.pretraining_command import PretrainingCommand
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 USER_DIR = os.path.join(REPO, "veco_plugin")
@@ -44,57 +45,25 @@ def json_logs(output: str, tag: str = "train_inner") -> List[Dict]:
     return json_records(output.splitlines(), tag)
 
 
-def pretrain_args(data: str, save_dir: str, criterion: str, updates: int, *extra) -> List[str]:
-    return [
-        data,
-        "--user-dir",
-        USER_DIR,
-        "--task",
-        "veco_pretraining",
-        "--mono-langs",
-        "en,de",
-        "--bi-pairs",
-        "en-de",
-        "--arch",
-        "veco_tiny",
-        "--criterion",
-        criterion,
-        "--cpu",
-        "--optimizer",
-        "adam",
-        "--adam-betas",
-        "(0.9,0.98)",
-        "--lr",
-        "2e-3",
-        "--lr-scheduler",
-        "inverse_sqrt",
-        "--warmup-updates",
-        "20",
-        "--max-tokens",
-        "2000",
-        "--max-mono-positions",
-        "48",
-        "--max-bi-positions",
-        "48",
-        "--max-update",
-        str(updates),
-        "--save-dir",
-        save_dir,
-        "--no-epoch-checkpoints",
-        "--log-format",
-        "json",
-        "--log-interval",
-        "25",
-        "--seed",
-        "1",
-        "--num-workers",
-        "0",
-        "--save-interval-updates",
-        str(updates),
-        "--validate-interval-updates",
-        str(updates),
-        *extra,
-    ]
+def pretrain_args(data, save_dir, criterion: str, updates: int, *extra) -> List[str]:
+    """fairseq-train's arguments of the tests' toy pre-training: ``veco_tiny`` on en-de at
+    48 positions a side, no gradient clipping, validation at the last update and at the end
+    of every epoch; ``extra`` last (it overrides the flags before it)."""
+    return PretrainingCommand(
+        data=str(data),
+        save_dir=str(save_dir),
+        criterion=criterion,
+        updates=updates,
+        warmup=20,
+        max_tokens=2000,
+        max_positions=48,
+        bi_positions=48,
+        adam_eps=None,
+        clip_norm=None,
+        validate="at_end_and_epochs",
+        log_interval=25,
+        extra=extra,
+    ).args()
 
 
 def monolingual(args: List) -> List:

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
+from veco_plugin.objectives import OBJECTIVES, WORD_LIST, Objective
+
 PROG = "quickstart"
 # The repository this package lives in: scripts/ and the default --user-dir.
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -139,6 +141,19 @@ class Config:
         """The value of an update-count setting named by the objectives table."""
         return int(getattr(self, setting))
 
+    def pretraining_runs(self, rows: Sequence[Objective]) -> List[Objective]:
+        """The rows of ``rows`` (the objectives table) this run pre-trains, in order:
+        switched on, a positive update count, and (a cold start) the row it starts from
+        runs too."""
+        on: Dict[str, bool] = {}
+        for row in rows:  # a row starts from an earlier one
+            on[row.run] = (
+                self.switches.get(row.run, True)
+                and self.updates(row.quickstart_updates) > 0
+                and (row.starts_from is None or on.get(row.starts_from, False))
+            )
+        return [row for row in rows if on[row.run]]
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, exit 1
@@ -148,8 +163,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _switchable() -> List[Tuple[str, str]]:
     """(run, help) of the table's rows that the quickstart can skip with ``--no-<run>``."""
-    from veco_plugin.objectives import OBJECTIVES
-
     out = []
     for row in OBJECTIVES:
         if row.quickstart_switch:
@@ -409,11 +422,7 @@ def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shut
 def _check_word_list(cfg: Config, which: Callable[[str], Optional[str]]) -> None:
     """A row that runs and needs a word list: ``veco-gettext-dictionary`` makes an
     English-X one from the ``--tgt`` catalogs of ``--locale-dir``."""
-    from veco_plugin.objectives import WORD_LIST
-
-    from .stages import pretraining_runs
-
-    rows = [row for row in pretraining_runs(cfg) if WORD_LIST in row.needs]
+    rows = [row for row in cfg.pretraining_runs(OBJECTIVES) if WORD_LIST in row.needs]
     if not rows:
         return
     row = rows[0]

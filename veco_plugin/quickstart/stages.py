@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
 from veco_plugin.objectives import NEEDS, OBJECTIVES, WORD_ALIGNMENTS, WORD_LIST, Objective
+from veco_plugin.pretraining_command import PretrainingCommand
 
 from .options import ROOT, Config
 from .scheduler import Stage
@@ -78,16 +79,8 @@ class Paths:
 
 
 def pretraining_runs(cfg: Config) -> List[Objective]:
-    """The table's rows this run pre-trains, in table order: switched on, a positive
-    update count, and (a cold start) the row it starts from runs too."""
-    on: Dict[str, bool] = {}
-    for row in OBJECTIVES:  # a row starts from an earlier one
-        on[row.run] = (
-            cfg.switches.get(row.run, True)
-            and cfg.updates(row.quickstart_updates) > 0
-            and (row.starts_from is None or on.get(row.starts_from, False))
-        )
-    return [row for row in OBJECTIVES if on[row.run]]
+    """The table's rows this run pre-trains, in table order (:meth:`Config.pretraining_runs`)."""
+    return cfg.pretraining_runs(OBJECTIVES)
 
 
 def inits(cfg: Config) -> List[str]:
@@ -255,25 +248,25 @@ def pretrain(cfg: Config, row: Objective) -> Stage:
         last = f"{cfg.run_dir}/pretrain/{row.starts_from}/checkpoint_last.pt"
         cold_start = ["--restore-file", last, "--reset-optimizer", "--reset-dataloader",
                       "--reset-meters", "--reset-lr-scheduler"]  # fmt: skip
-    command = [
-        "fairseq-train", p.data, "--user-dir", cfg.user_dir,
-        "--task", "veco_pretraining", "--mono-langs", f"{cfg.src},{cfg.tgt}",
-        "--bi-pairs", f"{cfg.src}-{cfg.tgt}",
-        "--arch", f"veco_{cfg.arch}", "--criterion", row.criterion, *_device(cfg),
-        "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6",
-        "--clip-norm", "1.0",
-        "--lr", cfg.pretrain_lr, "--lr-scheduler", "inverse_sqrt",
-        "--warmup-updates", str(cfg.pretrain_warmup),
-        "--max-tokens", str(cfg.pretrain_max_tokens),
-        "--max-mono-positions", str(cfg.max_positions),
-        "--max-bi-positions", str(cfg.max_positions // 2), "--max-update", str(updates),
-        "--save-dir", f"{cfg.run_dir}/pretrain/{row.run}", "--no-epoch-checkpoints",
-        "--save-interval-updates", str(min(updates, 500)), "--keep-interval-updates", "1",
-        "--validate-interval-updates", str(updates), "--validate-interval", "1000000",
-        "--log-format", "json", "--log-interval", str(cfg.log_interval),
-        "--seed", str(cfg.seed), "--num-workers", "0", *cold_start,
-        *row.train_args(**p.placeholders()),
-    ]  # fmt: skip
+    command = PretrainingCommand(
+        data=p.data,
+        save_dir=f"{cfg.run_dir}/pretrain/{row.run}",
+        criterion=row.criterion,
+        updates=updates,
+        warmup=cfg.pretrain_warmup,
+        max_tokens=cfg.pretrain_max_tokens,
+        max_positions=cfg.max_positions,
+        lr=cfg.pretrain_lr,
+        user_dir=cfg.user_dir,
+        langs=(cfg.src, cfg.tgt),
+        arch=f"veco_{cfg.arch}",
+        device=tuple(_device(cfg)),
+        save_every=min(updates, 500),
+        keep_last=1,
+        log_interval=cfg.log_interval,
+        seed=cfg.seed,
+        extra=(*cold_start, *row.train_args(**p.placeholders())),
+    ).command()
     return Stage(f"pretrain-{row.run}", command)
 
 
