@@ -56,16 +56,6 @@ def _one_line_excepthook(previous):
 
 
 def install() -> None:
-    """Install the one-line ``sys.excepthook``, the wrappers that turn fairseq's
-    exceptions and start-up assertions for recognised user mistakes (unusable checkpoints,
-    truncated binarized data, no batch size) into a ``VecoUserError``, and the filters for
-    torch's warnings about fairseq's own calls; idempotent."""
-    from . import train_flags, warning_filters
-    from .checkpoints import load_errors
-    from .data import binarized
-
+    """Install the one-line ``sys.excepthook``; idempotent. (:mod:`veco_plugin.hooks`
+    installs it with the plugin's other process-wide hooks.)"""
     wrap_once(sys, "excepthook", _one_line_excepthook, "one_line")
-    load_errors.install()
-    binarized.install()
-    train_flags.install()
-    warning_filters.install()

@@ -1,0 +1,38 @@
+"""Every process-wide hook of the plugin, installed once when the package is imported.
+
+Each hook lives beside the code it serves and has its own idempotent ``install()``
+(through :func:`veco_plugin.patching.wrap_once`); this module only orders them:
+
+==================================  =====================================================
+``checkpoints.trusted_load``        fairseq's own checkpoints load under torch >= 2.6
+``checkpoints.atomic``              checkpoint copies complete or absent; a resume skips
+                                    a broken one
+``errors``                          ``sys.excepthook``: a ``VecoUserError`` is one line
+``checkpoints.load_errors``         a checkpoint that cannot serve -> ``VecoUserError``
+``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
+``train_flags``                     fairseq-train's start-up checks (the batch size)
+``warning_filters``                 torch's warnings about fairseq's own calls, silenced
+``distributed.launch``              torchrun and Slurm on machines without GPUs
+``distributed.save_dir_lock``       one training run per ``--save-dir``
+==================================  =====================================================
+
+The modules it installs import :mod:`veco_plugin.errors`, never this module.
+"""
+
+from . import errors, train_flags, warning_filters
+from .checkpoints import atomic, load_errors, trusted_load
+from .data import binarized
+from .distributed import launch, save_dir_lock
+
+
+def install() -> None:
+    """Install every hook, in the order above; idempotent."""
+    trusted_load.install()
+    atomic.install()
+    errors.install()
+    load_errors.install()
+    binarized.install()
+    train_flags.install()
+    warning_filters.install()
+    launch.install()
+    save_dir_lock.install()
