@@ -3,14 +3,16 @@
 random weights) -> ``veco-import-hf`` -> read as a plug-out ``veco_sentence_prediction``
 model on DATA from ``veco-prepare-sentence-prediction``: the same token ids as the HF
 tokenizer and the same logits as the HF model; a model without a head, or with another
-class count than DATA's labels, is one line."""
+class count than DATA's labels, is one line; ``veco-sentence-eval`` scores it."""
+
+import json
 
 import pytest
 import torch
 
 from tests.helpers.hf_xlmr import hf_dir, xlmr_spm
 from veco_plugin.checkpoints.classifier import load_classifier
-from veco_plugin.cli.sentence_prediction_eval import accuracy
+from veco_plugin.cli.sentence_prediction_eval import accuracy, cli_main
 from veco_plugin.corpora.xtreme import prepare
 from veco_plugin.errors import VecoUserError
 from veco_plugin.export.import_hf import import_model
@@ -80,6 +82,12 @@ def test_an_imported_classifier_computes_what_transformers_computes(imported):
     ]
     expected = 100.0 * sum(p == y for p, y in zip(every, labels)) / len(rows)
     assert accuracy(task, model, criterion, task.dataset("test_en"), 5) == pytest.approx(expected)
+
+    # the command line reads it as it reads a fine-tuned veco_sentence_prediction checkpoint
+    table = root / "table.json"
+    cli_main(["--data", str(root / "data"), "--checkpoint", f"nlu={root}/out/model.pt",
+              "--splits", "test_en", "--json", str(table)])  # fmt: skip
+    assert json.loads(table.read_text()) == {"nlu": {"test_en": pytest.approx(expected)}}
 
 
 def test_a_model_without_head_or_with_other_classes_is_one_line(imported, tmp_path):

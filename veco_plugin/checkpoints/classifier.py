@@ -19,7 +19,6 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from ..errors import VecoUserError
 from .config import cfg_value, checkpoint_model_cfg
-from .trusted_load import load_trusted
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +29,13 @@ HEADS = "classification_heads."
 def load_classifier(path: str, data: str) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the classifier in ``path``, evaluating on DATA
     (``veco-prepare-sentence-prediction``'s layout); the model is in eval mode."""
-    state = load_trusted(path)
-    if not isinstance(state, dict) or "model" not in state:
-        raise VecoUserError(f"{path}: not a fairseq checkpoint (no 'model' state)")
+    # read once, DATA overriding the saved --data; a bad file is one line (load_errors)
+    state = checkpoint_utils.load_checkpoint_to_cpu(path, {"data": data})
     task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
     if task_name is None:
         task_name = cfg_value(state.get("args"), "task")
     if task_name == TASK:
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-            [path], arg_overrides={"data": data}
-        )
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
         return models[0].eval(), cfg, task
     return _from_roberta(path, state, data)
 
@@ -68,8 +64,9 @@ def _from_roberta(path: str, state: Dict[str, Any], data: str) -> Tuple[Any, Any
     arch = cfg_value(model_cfg, "arch", "") or cfg_value(model_cfg, "_name", "")
     if not (arch.startswith("roberta") or arch.startswith("xlmr")):
         raise VecoUserError(
-            f"{path}: a {arch or 'unknown'} checkpoint; veco-sentence-eval reads "
-            f"--task {TASK} checkpoints and fine-tuned RoBERTa/XLM-R classifiers "
+            f"{path}: a {arch or 'unknown'} checkpoint, not a classifier: fine-tune it first "
+            f"(fairseq-train DATA --task {TASK} --restore-file {path} --reset-optimizer ...) "
+            "and evaluate that checkpoint, or give a fine-tuned RoBERTa/XLM-R classifier "
             "(veco-import-hf's model.pt of a sequence-classification model)"
         )
     head, classes = _head(path, state["model"])
