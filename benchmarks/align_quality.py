@@ -248,55 +248,27 @@ def held_out(
 
 
 def train_args(a, data: str, save: str, criterion: str, updates: int, lr: float) -> List[str]:
-    return [
-        data,
-        "--user-dir",
-        USER_DIR,
-        "--task",
-        "veco_pretraining",
-        "--mono-langs",
-        "en,de",
-        "--bi-pairs",
-        "en-de",
-        "--arch",
-        "veco_tiny",
-        *encoder_size_flags(a),
-        "--criterion",
-        criterion,
-        "--cpu",
-        "--optimizer",
-        "adam",
-        "--adam-betas",
-        "(0.9,0.98)",
-        "--lr",
-        str(lr),
-        "--lr-scheduler",
-        "inverse_sqrt",
-        "--warmup-updates",
-        str(max(1, updates // 5)),
-        "--max-tokens",
-        str(a.max_tokens),
-        "--max-mono-positions",
-        str(a.max_positions),
-        "--max-bi-positions",
-        str(a.max_positions // 2),
-        "--max-update",
-        str(updates),
-        "--save-dir",
-        save,
-        "--no-epoch-checkpoints",
-        "--disable-validation",
-        "--save-interval-updates",
-        str(updates),
-        "--log-format",
-        "json",
-        "--log-interval",
-        "25",
-        "--seed",
-        str(a.seed),
-        "--num-workers",
-        "0",
-    ]
+    """The toy pre-training at the benchmark's size, without gradient clipping or
+    validation, warming up for a fifth of its updates."""
+    from veco_plugin.pretraining_command import PretrainingCommand
+
+    return PretrainingCommand(
+        data=data,
+        save_dir=save,
+        criterion=criterion,
+        updates=updates,
+        warmup=max(1, updates // 5),
+        max_tokens=a.max_tokens,
+        max_positions=a.max_positions,
+        lr=str(lr),
+        user_dir=USER_DIR,
+        size=tuple(encoder_size_flags(a)),
+        adam_eps=None,
+        clip_norm=None,
+        validate="never",
+        log_interval=25,
+        seed=a.seed,
+    ).args()
 
 
 def start_training(a, name: str, args: List[str], work: str) -> Optional[subprocess.Popen]:

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: model-shape flags and the JSON they write."""
+"""What the benchmark scripts share: model-shape flags, the toy vocabulary, the JSON they
+write. (The unit tests build their toy models on the same vocabulary.)"""
 
 import json
 import os
@@ -17,6 +18,18 @@ def encoder_size_flags(a: Any) -> List[str]:
         "--encoder-attention-heads",
         str(a.heads),
     ]
+
+
+def toy_dictionary(n_words: int = 50) -> Any:
+    """fairseq's ``Dictionary`` of the four specials, ``w0`` ... ``w{n_words - 1}`` and
+    ``<mask>`` last (the pre-training layout)."""
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(n_words):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<mask>")
+    return d
 
 
 def write_json(path: str, result: Dict[str, Any]) -> None:

@@ -187,22 +187,31 @@ class Sweep:
         self.stage("data", cmd)
 
     def pretrain(self) -> None:
+        """The quickstart's pre-training (``ca_mlm``) to the largest budget, a checkpoint
+        at every budget (all kept), no validation."""
+        from veco_plugin.pretraining_command import PretrainingCommand
+
         a, top = self.a, self.budgets[-1]
         positive = [b for b in self.budgets if b > 0]
         interval = math.gcd(*positive)
-        cmd = [os.path.join(self.bin, "fairseq-train"), os.path.join(self.run, "qs", "data"),
-               "--user-dir", USER_DIR, "--task", "veco_pretraining", "--mono-langs", "en,de",
-               "--bi-pairs", "en-de", "--arch", f"veco_{a.arch}", *self.size_flags(),
-               "--criterion", "ca_mlm", *self.device(), "--optimizer", "adam",
-               "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--clip-norm", "1.0",
-               "--lr", a.pretrain_lr, "--lr-scheduler", "inverse_sqrt",
-               "--warmup-updates", a.pretrain_warmup, "--max-tokens", a.pretrain_max_tokens,
-               "--max-mono-positions", a.max_positions,
-               "--max-bi-positions", a.max_positions // 2, "--max-update", top,
-               "--save-dir", os.path.join(self.run, "pretrain"), "--no-epoch-checkpoints",
-               "--save-interval-updates", interval, "--keep-interval-updates", -1,
-               "--disable-validation", "--log-format", "json", "--log-interval", 50,
-               "--seed", a.seed, "--num-workers", 0]  # fmt: skip
+        cmd = PretrainingCommand(
+            data=os.path.join(self.run, "qs", "data"),
+            save_dir=os.path.join(self.run, "pretrain"),
+            criterion="ca_mlm",
+            updates=top,
+            warmup=a.pretrain_warmup,
+            max_tokens=a.pretrain_max_tokens,
+            max_positions=a.max_positions,
+            lr=a.pretrain_lr,
+            user_dir=USER_DIR,
+            arch=f"veco_{a.arch}",
+            size=tuple(self.size_flags()),
+            device=tuple(self.device()),
+            save_every=interval,
+            keep_last=-1,
+            validate="never",
+            seed=a.seed,
+        ).command(os.path.join(self.bin, "fairseq-train"))
         self.stage("pretrain", cmd)
 
     def pretrained(self, budget: int) -> str:

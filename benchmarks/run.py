@@ -70,9 +70,9 @@ import numpy as np
 import torch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)  # the shared helpers: tests/helpers
+sys.path.insert(0, REPO)  # this checkout's veco_plugin, installed or not
 import flops  # noqa: E402
-from common import encoder_size_flags, write_json  # noqa: E402
+from common import encoder_size_flags, toy_dictionary, write_json  # noqa: E402
 
 PIECES_PER_WORD = (0.6, 0.3, 0.1)  # share of words of 1, 2, 3 pieces
 SHAPE = {"layers": 4, "dim": 256, "ffn": 1024, "heads": 4, "vocab": 8000}  # without --size
@@ -437,7 +437,6 @@ def variant_table(paths: Dict[str, str]) -> Dict:
 def world(a, pairs: int, lengths: Tuple[int, int], names: Sequence[str], scratch: str):
     """The dictionary, task, batch (with the needs of ``names``: word alignments) and the
     paths of the word list (when one of ``names`` needs it)."""
-    from tests.helpers.toy import toy_dictionary
     from veco_plugin.data.dictionary import DictionaryTask
     from veco_plugin.objectives import OBJECTIVES, WORD_ALIGNMENTS, WORD_LIST
 
@@ -633,6 +632,7 @@ def self_labelling(model, layer: int, bi: Dict, d, a) -> Dict[str, Callable[[], 
     ``sinkhorn`` = Sinkhorn + filtering alone (on that forward's hidden states); under
     ``--dtype``'s autocast, as in the update."""
     from veco_plugin.alignment import self_label
+    from veco_plugin.models.requests import SelfLabel
     from veco_plugin.modules.pointer_network import split_pair, word_positions
 
     pad, lengths, width = d.pad(), bi["first_lengths"], bi["pair_tokens"].size(1)
@@ -640,8 +640,7 @@ def self_labelling(model, layer: int, bi: Dict, d, a) -> Dict[str, Callable[[], 
     real = word_positions(clean, lengths, width, pad, d.bos(), d.eos())
 
     def hidden():
-        request = {"mode": "self_label", "tokens": clean, "layer": layer}
-        return model(requests={"l": request})["l"]["hidden"]
+        return model(requests={"l": SelfLabel(clean, layer)})["l"].hidden
 
     def links(h):
         return self_label(*split_pair(h, lengths, width), *real)
@@ -673,7 +672,6 @@ def nmt(a) -> Dict[str, float]:
     from fairseq import criterions, models
     from fairseq.sequence_generator import SequenceGenerator
 
-    from tests.helpers.toy import toy_dictionary
     from veco_plugin.data.dictionary import DictionaryTask
 
     d = toy_dictionary(a.vocab)

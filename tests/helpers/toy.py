@@ -7,17 +7,10 @@ import torch
 from fairseq import models, options
 from fairseq.data import Dictionary, ListDataset
 
+from benchmarks.common import toy_dictionary  # noqa: F401  (the benchmarks' vocabulary)
 from veco_plugin.data.dictionary import DictionaryTask
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
-
-
-def toy_dictionary(n_words: int = 50) -> Dictionary:
-    d = Dictionary()
-    for i in range(n_words):
-        d.add_symbol(f"w{i}")
-    d.add_symbol("<mask>")
-    return d
 
 
 class ToyTask(DictionaryTask):
