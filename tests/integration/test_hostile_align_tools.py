@@ -81,6 +81,7 @@ def p(tmp_path_factory) -> Dict[str, str]:
     put("dict3.txt", lines(*frozen_dict[:5], "foo bar 7", *frozen_dict[5:]))
     put("dict_latin1.txt", b"ok 3\ncaf\xe9 2\n", binary=True)
     put("dict_short.txt", lines(*frozen_dict[:-7]))
+    put("dict_other.txt", lines(*(f"zz{k} 1" for k in range(len(frozen_dict)))))  # same size
     checkpoint = paths["ckpt"].read_bytes()
     put("truncated.pt", checkpoint[: len(checkpoint) // 2], binary=True)
     put("ckdir/checkpoint_best.pt", checkpoint, binary=True)
@@ -342,6 +343,18 @@ def test_faiss_missing_is_refused_before_the_model_is_read(p, capsys, monkeypatc
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("veco-retrieve: error: --search faiss needs faiss"), line
     assert "pip install faiss-cpu" in line
+
+
+@pytest.mark.parametrize("prog", [AL, RE])
+def test_a_dictionary_of_other_pieces_is_one_warning(prog, p, capsys, monkeypatch):
+    """A --dict of the checkpoint's size but of another subword model: every piece is
+    <unk>; the command runs, with one warning line naming --spm-model and --dict."""
+    monkeypatch.setenv("LOGLEVEL", "WARNING")
+    build = _al(output="{root}/other.align") if prog == AL else _re(json="{root}/other.json")
+    COMMANDS[prog].cli_main(build(p) + ["--dict", p["dict_other_txt"]])
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if "<unk>" in ln]
+    assert len(warnings) == 1, warnings
+    assert "--spm-model" in warnings[0] and "--dict" in warnings[0], warnings[0]
 
 
 # ----------------------------------------------------------- real console scripts

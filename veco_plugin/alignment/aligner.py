@@ -339,6 +339,24 @@ def word_pieces(
 
 # --- encoding -------------------------------------------------------------------------
 
+# a share of <unk> pieces above which the subword model and the dictionary cannot be a pair
+UNKNOWN_SHARE = 0.5
+
+
+def warn_unknown_pieces(sentences: Sequence[Sequence[int]], dictionary: Dictionary) -> None:
+    """One warning line when most pieces of ``sentences`` (dictionary ids) are ``<unk>``:
+    the subword model is not the one the dictionary was built with."""
+    pieces = sum(len(ids) for ids in sentences)
+    unknown = sum(ids.count(dictionary.unk()) for ids in sentences)
+    if pieces and unknown > UNKNOWN_SHARE * pieces:
+        logger.warning(
+            "%d of %d pieces (%.0f%%) are not in the dictionary (<unk>): is --spm-model (or "
+            "--bpe-codes) the subword model of this checkpoint and --dict its dictionary?",
+            unknown,
+            pieces,
+            100 * unknown / pieces,
+        )
+
 
 @dataclass
 class EncodedSentence:
@@ -591,6 +609,7 @@ def align_pairs(
             len(pairs),
             max_positions,
         )
+    warn_unknown_pieces([s.ids for pair in pairs for s in pair], dictionary)
     out = [""] * len(pairs)
     todo = [i for i, (x, y) in enumerate(pairs) if x.ids and y.ids]  # else: no links
     lengths = [len(x.ids) + len(y.ids) + SPECIALS_PER_PAIR for x, y in pairs]

@@ -26,6 +26,7 @@ from ..alignment.aligner import (
     find_spm_model,
     load_model,
     not_a_spm_model,
+    warn_unknown_pieces,
 )
 from ..corpora.subwords import Encoder, spm_encoder
 from ..errors import VecoUserError
@@ -120,19 +121,18 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _embed_lines(
-    lines: List[str],
-    model: RobertaModel,
-    dictionary: Dictionary,
-    encode: Encoder,
-    layer: int,
-    args: argparse.Namespace,
-) -> torch.Tensor:
-    """(N, C) embeddings of raw ``lines``; a warning counts sentences cut to the positions."""
-    ids, cut = sentence_ids(encode(lines, ""), dictionary, int(model.max_positions()))
+def _sentence_ids(
+    sides: Sequence[List[str]], model: RobertaModel, dictionary: Dictionary, encode: Encoder
+) -> List[List[List[int]]]:
+    """``<s> pieces </s>`` ids of the raw lines of each side; one warning counts the
+    sentences cut to the positions, one more says when most pieces are ``<unk>``."""
+    positions = int(model.max_positions())
+    encoded = [sentence_ids(encode(lines, ""), dictionary, positions) for lines in sides]
+    cut = sum(n for _, n in encoded)
     if cut:
-        logger.warning("%d sentences cut to the model's %d positions", cut, model.max_positions())
-    return embed(model, ids, layer, dictionary.pad(), args.batch_size, not args.no_progress)
+        logger.warning("%d sentences cut to the model's %d positions", cut, positions)
+    warn_unknown_pieces([row[1:-1] for ids, _ in encoded for row in ids], dictionary)
+    return [ids for ids, _ in encoded]
 
 
 def _check_flags(args: argparse.Namespace) -> int:
@@ -192,8 +192,8 @@ def main(args: argparse.Namespace) -> RetrievalResult:
     layer = resolve_layer(model, args.layer)
     start = time.perf_counter()
     src, tgt = (
-        _embed_lines(lines, model, dictionary, encode, layer, args)
-        for lines in (src_lines, tgt_lines)
+        embed(model, side, layer, dictionary.pad(), args.batch_size, not args.no_progress)
+        for side in _sentence_ids((src_lines, tgt_lines), model, dictionary, encode)
     )
     result = evaluate(src, tgt, layer=layer, scoring=args.scoring, k=k, search=args.search)
     logger.info(
