@@ -1,12 +1,19 @@
-"""Output files of the console scripts: checked before any work, written atomically.
+"""Outputs of the console scripts, files and directories: checked before any work,
+written atomically.
 
-A command that would fail to write its result (``--output`` naming a directory, or a
-path under a file) refuses before it loads a model or reads a corpus, with one line
-naming the flag; a command that fails or is interrupted while writing leaves no file
-and no ``.part`` behind.
+A command that would fail to write its result (an output file naming a directory, a
+path under a file, an unwritable place, a non-empty directory it must not overwrite)
+refuses before it loads a model or reads a corpus, with one line naming the flag. A
+file is written through ``.part`` and a rename (:func:`write_text`); a directory is
+filled in a hidden stage beside it (:func:`staged_dir`): a command that fails or is
+interrupted while writing leaves no file, no stage, and no directory it created.
 """
 
+import contextlib
 import os
+import shutil
+import tempfile
+from typing import Iterator, List, Optional
 
 from .errors import VecoUserError
 
@@ -18,9 +25,7 @@ def check_output_file(path: str, flag: str, example: str = "out.txt") -> None:
         raise VecoUserError(
             f"{flag} {path} is a directory: name a file, e.g. {os.path.join(path, example)}"
         )
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
+    parent = _existing_ancestor(path)
     if not os.path.isdir(parent):
         raise VecoUserError(f"{flag} {path}: {parent} is a file, not a directory")
     if not os.access(parent, os.W_OK):
@@ -40,3 +45,78 @@ def write_text(path: str, text: str) -> None:
         if os.path.exists(part):
             os.remove(part)
         raise
+
+
+def _existing_ancestor(path: str) -> str:
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    return parent
+
+
+def check_output_dir(path: str, flag: str, overwrite: Optional[bool] = None) -> None:
+    """``flag path`` names a directory that can be created or written into: not a file,
+    not under a file, writable. ``overwrite`` False: an existing directory must be empty
+    (the fix names ``--overwrite``); None: any existing directory is written into."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise VecoUserError(
+            f"{flag} {path} is a file, not a directory: give a directory (new or empty)"
+        )
+    if os.path.isdir(path):
+        if overwrite is False and os.listdir(path):
+            raise VecoUserError(
+                f"{flag} {path} is not empty: pass --overwrite or give a new directory"
+            )
+        writable = path
+    else:
+        writable = _existing_ancestor(path)
+        if not os.path.isdir(writable):
+            raise VecoUserError(f"{flag} {path}: {writable} is a file, not a directory")
+    if not os.access(writable, os.W_OK | os.X_OK):
+        raise VecoUserError(f"{flag} {path}: cannot write in {writable} (permission denied)")
+
+
+def _make_parents(path: str) -> List[str]:
+    """Create the missing parents of ``path``; return them, deepest first."""
+    created = []
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        created.append(parent)
+        parent = os.path.dirname(parent)
+    for directory in reversed(created):
+        os.mkdir(directory)
+    return created
+
+
+def _move_into(stage: str, path: str) -> None:
+    """Every file under ``stage`` to the same place under the existing ``path``."""
+    for root, _, files in os.walk(stage):
+        target = os.path.join(path, os.path.relpath(root, stage))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            os.replace(os.path.join(root, name), os.path.join(target, name))
+
+
+@contextlib.contextmanager
+def staged_dir(path: str) -> Iterator[str]:
+    """A new hidden directory beside ``path`` to write the output into. When the block
+    ends normally, a new ``path`` is the stage renamed, an existing one receives its files
+    (each replacing the file of its name); when it raises (Ctrl-C included), the stage and
+    the parents made for it are removed."""
+    path = os.path.normpath(path)
+    created = _make_parents(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    stage = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.part-")
+    try:
+        yield stage
+        if os.path.isdir(path):
+            _move_into(stage, path)
+        else:
+            os.rename(stage, path)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        for directory in created:
+            with contextlib.suppress(OSError):  # not empty: someone else wrote there
+                os.rmdir(directory)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)

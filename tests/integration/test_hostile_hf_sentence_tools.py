@@ -259,7 +259,7 @@ EXPORT = [
         ["--output", "holds --spm-model", "sentencepiece.bpe.model", "another --output"]),
     Row("output-a-file", "veco-export-hf",
         lambda i, o: _export(i, "--output", i.file("afile")),
-        ["--output", "afile is a file: give a directory"]),
+        ["--output", "afile is a file, not a directory: give a directory"]),
     Row("output-under-a-file", "veco-export-hf",
         lambda i, o: _export(i, "--output", os.path.join(i.file("afile"), "sub")),
         ["--output", "afile is a file, not a directory"]),

@@ -116,7 +116,7 @@ def test_bad_input_is_one_line(imported, tmp_path, capsys):
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
     cases = (
-        ([hf, "--out", afile], f"--out {afile} is a file: give a directory"),
+        ([hf, "--out", afile], f"--out {afile} is a file, not a directory: give a directory"),
         ([tmp_path / "missing", "--out", tmp_path / "o1"], f"{tmp_path / 'missing'}: no such"),
         ([tmp_path / "bert", "--out", tmp_path / "o2"], "config.json: model_type 'bert', not"),
     )

@@ -24,7 +24,7 @@ from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
 from ..export.hf import SPM_FILE, export_model, read_spm_model, require_transformers
 from ..export.import_hf import CONFIG_FILE
-from ..output_dirs import check_output_dir, staged_dir
+from ..outputs import check_output_dir, staged_dir
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.export_hf")

@@ -22,7 +22,7 @@ from ..corpora.gettext import (
     check_tgt_lang,
     write_corpus,
 )
-from ..corpora.text import check_output_dir
+from ..outputs import check_output_dir
 from .common import run_cli
 
 PROG = "veco-gettext-corpus"

@@ -18,7 +18,7 @@ from ..corpora.gettext_dictionary import (
     build_dictionary,
     write_dictionary,
 )
-from ..corpora.text import check_output_dir
+from ..outputs import check_output_dir
 from .common import run_cli
 
 PROG = "veco-gettext-dictionary"

@@ -15,8 +15,8 @@ import json
 from typing import Dict, Optional, Sequence
 
 from ..corpora.gettext_paraphrase import build
-from ..corpora.text import check_output_dir
 from ..errors import VecoUserError
+from ..outputs import check_output_dir
 from .common import run_cli
 
 PROG = "veco-gettext-paraphrase"

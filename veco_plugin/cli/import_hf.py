@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from ..errors import VecoUserError
 from ..export.import_hf import CHECKPOINT_FILE, PAD, ImportResult, import_model
-from ..output_dirs import check_output_dir
+from ..outputs import check_output_dir
 from .common import run_cli
 
 PROG = "veco-import-hf"

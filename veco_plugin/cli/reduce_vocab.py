@@ -39,8 +39,9 @@ from ..checkpoints.vocab_map import (
     select_rows,
     write_outputs,
 )
-from ..corpora.text import check_output_dir, input_file, read_lines, strict
+from ..corpora.text import input_file, read_lines, strict
 from ..data.dictionary import MASK, load_dictionary_with_mask
+from ..outputs import check_output_dir
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.reduce_vocab")

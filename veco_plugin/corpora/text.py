@@ -8,7 +8,7 @@ transparently (one that is truncated or no gzip at all is one line too).
 space, so fairseq-preprocess, which also breaks lines at ``\\r``, sees the same lines.
 
 Writing: :func:`write_lines` writes ``PATH.part`` and renames it, so a killed run never
-leaves a half-written file under the final name; :func:`check_output_dir` refuses an
+leaves a half-written file under the final name; :func:`..outputs.check_output_dir` refuses an
 output directory that cannot be made before any work is done.
 
 Cleaning: :class:`DropCounts` is the one "keep, or drop and count the reason" of every
@@ -182,20 +182,6 @@ def read_parallel(
             counts.drop("bad_utf8")
             continue
         yield a, b
-
-
-def check_output_dir(path: str, flag: str) -> None:
-    """``flag path`` names a directory that exists or can be made: not a file, not under
-    a file, in a writable place (checked before the work, not after it)."""
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise VecoUserError(f"{flag} {path} is a file, not a directory: name a directory")
-    parent = os.path.abspath(path)
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise VecoUserError(f"{flag} {path}: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise VecoUserError(f"{flag} {path}: cannot write in {parent} (permission denied)")
 
 
 def input_file(path: str, flag: str = "", error: Type[Exception] = VecoUserError) -> str:

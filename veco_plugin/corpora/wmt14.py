@@ -40,11 +40,10 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
-from ..outputs import write_text
+from ..outputs import check_output_dir, write_text
 from .subwords import Encoder, encode_lines, fastbpe_encoder, spm_encoder
 from .text import (
     DropCounts,
-    check_output_dir,
     chunks,
     input_file,
     normalize,

@@ -37,7 +37,7 @@ from fairseq.data import Dictionary, indexed_dataset
 
 from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
-from ..output_dirs import check_output_dir, staged_dir
+from ..outputs import check_output_dir, staged_dir
 from .subwords import encode_lines, spm_encoder
 from .text import BadLine, read_lines
 
@@ -251,7 +251,7 @@ def prepare(
     count and the label counts.
 
     Everything is read, encoded and checked before anything is written; ``output``'s files
-    appear only once all are written (:func:`..output_dirs.staged_dir`)."""
+    appear only once all are written (:func:`..outputs.staged_dir`)."""
     check_output_dir(output, "--output")
     read = read_splits(splits, layout)
     tokens = _load_tokens(dictionary)

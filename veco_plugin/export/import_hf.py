@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from ..errors import VecoUserError
-from ..output_dirs import staged_dir
+from ..outputs import staged_dir
 from .hf import SPM_FILE, TOKENIZER_FILE, EncoderShape
 from .keymap import LM_HEAD, ImportReport, from_transformers
 from .tokenizer import MASK, SPECIALS
@@ -379,7 +379,7 @@ def import_model(
     hf_dir: str, output: str, head_name: str = "sentence_classification_head"
 ) -> ImportResult:
     """Write ``hf_dir`` in fairseq's XLM-R layout to the directory ``output`` (new or
-    empty; its files appear only once all are written: :func:`..output_dirs.staged_dir`)."""
+    empty; its files appear only once all are written: :func:`..outputs.staged_dir`)."""
     if os.path.isfile(hf_dir):
         hint = (
             f" ({hf_dir} is a fairseq checkpoint? veco-export-hf --path {hf_dir} writes one as "
