@@ -26,7 +26,9 @@ import pytest
 import torch
 
 from tests.helpers.runner import BIN, REPO, env, run
+from veco_plugin.alignment.aligner import align_pairs, load_model
 from veco_plugin.cli import aer, align, retrieve
+from veco_plugin.errors import VecoUserError
 
 FROZEN = os.path.join(REPO, "tests", "fixtures", "checkpoints", "veco_tiny")
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")
@@ -355,6 +357,18 @@ def test_a_dictionary_of_other_pieces_is_one_warning(prog, p, capsys, monkeypatc
     warnings = [ln for ln in capsys.readouterr().err.splitlines() if "<unk>" in ln]
     assert len(warnings) == 1, warnings
     assert "--spm-model" in warnings[0] and "--dict" in warnings[0], warnings[0]
+
+
+def test_align_pairs_names_the_number_it_refuses(p):
+    """The library call (the benchmarks' entry) names the flag and value, as the CLI does
+    (was '--batch-size and --max-tokens must be positive' for either)."""
+    model, dictionary = load_model(p["ckpt"], p["dict_txt"])
+    for kwargs, says in (
+        ({"batch_size": 0}, "--batch-size 0"),
+        ({"max_tokens": -1}, "--max-tokens -1"),
+    ):
+        with pytest.raises(VecoUserError, match=f"^{says}: must be at least 1$"):
+            align_pairs(model, dictionary, str.split, ["a b"], ["c d"], **kwargs)
 
 
 # ----------------------------------------------------------- real console scripts

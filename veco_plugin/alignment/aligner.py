@@ -596,8 +596,10 @@ def align_pairs(
         raise VecoUserError(f"{len(src_lines)} source but {len(tgt_lines)} target sentences")
     if method not in METHODS:
         raise VecoUserError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
-    if batch_size < 1 or (max_tokens is not None and max_tokens < 1):
-        raise VecoUserError("--batch-size and --max-tokens must be positive")
+    if batch_size < 1:
+        raise VecoUserError(f"--batch-size {batch_size}: must be at least 1")
+    if max_tokens is not None and max_tokens < 1:
+        raise VecoUserError(f"--max-tokens {max_tokens}: must be at least 1")
     layer = resolve_layer(model, layer)
     max_positions = int(model.max_positions())
     pairs, truncated = encode_pairs(src_lines, tgt_lines, pieces, dictionary, max_positions)
