@@ -36,7 +36,7 @@ def describe(state: Dict[str, Any]) -> Tuple[str, str]:
     return str(arch), str(task or cfg_value(state.get("args"), "task", "?"))
 
 
-def _not_a_checkpoint(path: str) -> Optional[str]:
+def not_a_checkpoint(path: str) -> Optional[str]:
     """Why ``path`` cannot be a fairseq checkpoint, or None if it could be one."""
     from .trusted_load import load_trusted
 
@@ -64,7 +64,7 @@ def _readable(load_checkpoint_to_cpu):
         try:
             state = load_checkpoint_to_cpu(path, *args, **kwargs)
         except Exception:
-            reason = _not_a_checkpoint(path) if local else None
+            reason = not_a_checkpoint(path) if local else None
             if reason is None:
                 raise
             raise VecoUserError(f"{path}: {reason}") from None

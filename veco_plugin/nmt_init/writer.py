@@ -59,9 +59,9 @@ def load_pretrained(path: str) -> Dict[str, Any]:
     try:
         state = load_trusted(path)
     except Exception as exc:  # corrupt or not a checkpoint
-        from ..checkpoints.load_errors import _not_a_checkpoint
+        from ..checkpoints.load_errors import not_a_checkpoint
 
-        why = _not_a_checkpoint(path) or f"cannot load ({exc})"
+        why = not_a_checkpoint(path) or f"cannot load ({exc})"
         raise NmtInitError(f"--pretrained {path}: {why}") from None
     if not isinstance(state, dict) or "model" not in state:
         raise NmtInitError(f"--pretrained {path} has no 'model' entry: not a fairseq checkpoint")
