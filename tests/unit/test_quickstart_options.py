@@ -65,7 +65,7 @@ def test_a_row_that_needs_a_word_list_checks_language_and_catalogs(catalogs):
 
 
 @pytest.mark.parametrize(
-    "spec, depth", [("all", 2), ("last:1", 1), ("first:2", 2), ("0,1", 2), ("1", 1)]
+    "spec, depth", [("all", 2), ("last:1", 1), ("first:2", 2), ("0,1", 2), ("1,", 1)]
 )
 def test_decoder_depth_from_the_layer_spec(spec, depth):
     assert config("--decoder-layers", spec).num_decoder_layers == depth
