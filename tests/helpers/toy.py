@@ -11,6 +11,7 @@ from benchmarks.common import toy_dictionary  # noqa: F401  (the benchmarks' voc
 from veco_plugin.data.dictionary import DictionaryTask
 from veco_plugin.data.masking import MaskingScheme
 from veco_plugin.data.pair_dataset import VecoPairDataset
+from veco_plugin.models.requests import TwoStream
 
 
 class ToyTask(DictionaryTask):
@@ -53,10 +54,8 @@ def stream_logits(model, tokens, **options):
     """H- and S-stream LM logits (2B, T, V) at every position of the stacked pairs
     ``tokens`` (2B, T), through the model's one entry point."""
     every = torch.ones_like(tokens, dtype=torch.bool)
-    out = model(
-        requests={"p": {"mode": "two_stream", "tokens": tokens, "masked": every, **options}}
-    )
-    return tuple(out["p"][k].view(*tokens.shape, -1) for k in ("h_logits", "s_logits"))
+    out = model(requests={"p": TwoStream(tokens, every, **options)})["p"]
+    return tuple(logits.view(*tokens.shape, -1) for logits in (out.h_logits, out.s_logits))
 
 
 def pair_dataset(d, n_pairs=6, seed=0) -> VecoPairDataset:
