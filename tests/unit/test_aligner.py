@@ -10,6 +10,8 @@ import torch
 from tests.helpers.toy import build, random_tokens, toy_dictionary
 from veco_plugin.alignment.aligner import (
     METHODS,
+    MIN_LENGTH_SHARE,
+    _batches,
     align_pairs,
     collate,
     default_layer,
@@ -140,6 +142,19 @@ def test_batching_restores_order_and_is_padding_invariant(toy):
             for link in line.split():
                 i, j = map(int, link.split("-"))
                 assert 0 <= i < len(s.split()) and 0 <= j < len(t.split())
+
+
+def test_batches_pad_no_pair_by_more_than_its_share():
+    rng = random.Random(0)
+    lengths = [rng.choice([rng.randint(8, 40), rng.randint(40, 120)]) for _ in range(200)]
+    order = sorted(range(200), key=lambda i: -lengths[i])
+    batches = list(_batches(order, lengths, 32, None))
+    assert [i for batch in batches for i in batch] == order
+    for batch in batches:
+        assert len(batch) <= 32
+        assert all(lengths[i] >= MIN_LENGTH_SHARE * lengths[batch[0]] for i in batch)
+    padded = sum(len(batch) * lengths[batch[0]] for batch in batches)
+    assert padded <= sum(lengths) / MIN_LENGTH_SHARE
 
 
 def test_long_pairs_are_truncated_with_a_warning(toy, caplog):
