@@ -4,10 +4,11 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
 (through :func:`veco_plugin.patching.wrap_once`); this module only orders them:
 
 ==================================  =====================================================
+``errors``                          ``sys.excepthook``: a ``VecoUserError`` (and Ctrl-C) is
+                                    one line
 ``checkpoints.trusted_load``        fairseq's own checkpoints load under torch >= 2.6
 ``checkpoints.atomic``              checkpoint copies complete or absent; a resume skips
                                     a broken one
-``errors``                          ``sys.excepthook``: a ``VecoUserError`` is one line
 ``checkpoints.load_errors``         a checkpoint that cannot serve -> ``VecoUserError``
 ``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
 ``train_flags``                     fairseq-train's start-up checks (the batch size)
@@ -19,17 +20,20 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
 The modules it installs import :mod:`veco_plugin.errors`, never this module.
 """
 
-from . import errors, train_flags, warning_filters
-from .checkpoints import atomic, load_errors, trusted_load
-from .data import binarized
-from .distributed import launch, save_dir_lock
+from . import errors
 
 
 def install() -> None:
-    """Install every hook, in the order above; idempotent."""
+    """Install every hook, in the order above; idempotent. The excepthook comes first,
+    before torch and fairseq are imported: a Ctrl-C while they load is one line too."""
+    errors.install()
+    from . import train_flags, warning_filters
+    from .checkpoints import atomic, load_errors, trusted_load
+    from .data import binarized
+    from .distributed import launch, save_dir_lock
+
     trusted_load.install()
     atomic.install()
-    errors.install()
     load_errors.install()
     binarized.install()
     train_flags.install()

@@ -56,3 +56,20 @@ def test_other_exceptions_keep_their_traceback_and_status():
         "ZeroDivisionError"
     )
     assert proc.returncode == 1
+
+
+def test_the_excepthook_is_installed_before_torch_and_fairseq_load():
+    """A Ctrl-C while torch and fairseq import (seconds, at every command's start) reaches
+    the one-line hook: the plugin installs it before it imports either."""
+    guard = textwrap.dedent("""
+        import builtins, sys
+        original = builtins.__import__
+        def guarded(name, *args, **kwargs):
+            if name.split(".")[0] in ("torch", "fairseq") and sys.excepthook is sys.__excepthook__:
+                raise SystemExit(f"{name} imported before the plugin's excepthook")
+            return original(name, *args, **kwargs)
+        builtins.__import__ = guarded
+        import veco_plugin
+        """)
+    proc = subprocess.run([sys.executable, "-c", guard], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
