@@ -25,6 +25,7 @@ from typing import Callable, List, Sequence
 
 import pytest
 
+from tests.helpers.refusals import last_line, refused
 from tests.helpers.runner import REPO, USER_DIR, run, train_cfg
 from veco_plugin.cli import export_hf, import_hf, init_nmt
 from veco_plugin.cli import prepare_sentence_prediction as prepare_cli
@@ -492,22 +493,10 @@ def _stages(directory: Path) -> List[str]:
     return [f for f in os.listdir(directory) if ".part" in f]
 
 
-def _last_line(err: str) -> str:
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r.prog[5:]}:{r.id}" for r in ROWS])
 def test_one_line(row, inputs, tmp_path, capsys):
     out = tmp_path / "out"
-    argv = [str(a) for a in row.argv(inputs, str(out))]
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        COMMANDS[row.prog].cli_main(argv)
-    err = capsys.readouterr().err
-    last = _last_line(err)
-    assert exit_info.value.code == 1, err[-2000:]
-    assert last.startswith(f"{row.prog}: error: "), err[-2000:]
+    last = refused(COMMANDS[row.prog], row.argv(inputs, str(out)), row.prog, capsys)
     for part in row.expect:
         assert part in last, (part, last)
     assert not out.exists() and not _stages(tmp_path)
@@ -530,7 +519,7 @@ def test_console_scripts_end_in_one_line(inputs, tmp_path):
         procs = list(pool.map(lambda c: run(c[0].prog, c[1], check=False), commands))
     for (row, _), proc in zip(commands, procs):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-        last = _last_line(proc.stderr)
+        last = last_line(proc.stderr)
         assert last.startswith(f"{row.prog}: error: "), proc.stderr[-3000:]
         assert all(part in last for part in row.expect), last
     assert not _stages(tmp_path) and not any((tmp_path / r.id).exists() for r, _ in commands)
