@@ -158,7 +158,7 @@ CA_MLM = ("ca_mlm", "ca_mlm_nostopgrad", "ca_mlm_tlm")
 
 def sub_batch(batch: Mapping, pad: int) -> SubBatch:
     """The shapes of a collated sub-batch (``VecoPairDataset.collater``)."""
-    from veco_plugin.modules.pointer_network import split_pair
+    from veco_plugin.modules.pair_layout import split_pair
 
     pair = batch["pair_tokens"]
     shape = dict(

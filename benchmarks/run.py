@@ -633,7 +633,7 @@ def self_labelling(model, layer: int, bi: Dict, d, a) -> Dict[str, Callable[[], 
     ``--dtype``'s autocast, as in the update."""
     from veco_plugin.alignment import self_label
     from veco_plugin.models.requests import SelfLabel
-    from veco_plugin.modules.pointer_network import split_pair, word_positions
+    from veco_plugin.modules.pair_layout import split_pair, word_positions
 
     pad, lengths, width = d.pad(), bi["first_lengths"], bi["pair_tokens"].size(1)
     clean = torch.where(bi["concat_target"].ne(pad), bi["concat_target"], bi["concat_tokens"])

@@ -27,7 +27,7 @@ from veco_plugin.alignment.aligner import (
 )
 from veco_plugin.cli.align import cli_main
 from veco_plugin.errors import VecoUserError
-from veco_plugin.modules.pointer_network import word_positions
+from veco_plugin.modules.pair_layout import word_positions
 
 
 def pieces(word):

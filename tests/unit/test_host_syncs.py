@@ -126,7 +126,7 @@ class DataDependentOps(TorchDispatchMode):
 
 
 def test_the_dispatch_guard_sees_boolean_indexing():
-    from veco_plugin.modules.pointer_network import split_pair
+    from veco_plugin.modules.pair_layout import split_pair
 
     values = torch.arange(6).view(1, 6)
     with DataDependentOps() as ops:

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
-from veco_plugin.models.veco import swap_halves
+from veco_plugin.modules.pair_layout import swap_halves
 from veco_plugin.objectives import build_criterion
 
 

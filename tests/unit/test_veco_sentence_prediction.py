@@ -17,7 +17,8 @@ from veco_plugin.criterions.veco_sentence_prediction import (
     VecoSentencePredictionCriterionConfig,
 )
 from veco_plugin.models.requests import TwoStream
-from veco_plugin.models.veco_sentence_classifier import VecoSentenceClassifier, stack_pair
+from veco_plugin.models.veco_sentence_classifier import VecoSentenceClassifier
+from veco_plugin.modules.pair_layout import stack_pair
 
 HEAD = "sentence_classification_head"
 

@@ -42,7 +42,7 @@ from tqdm import tqdm
 from ..checkpoints.config import cfg_value
 from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
-from ..modules.pointer_network import split_pair
+from ..modules.pair_layout import split_pair
 from .filtering import argmax_links, itermax, self_label
 from .sinkhorn import similarity
 from .words import pharaoh, word_links

@@ -5,7 +5,7 @@ A training step builds ``{name: request}`` and calls the model once
 passes through that one forward. The request's type says what is computed; the output
 of each is the class beside it. Tensors are batch-first; B sentences (or pairs), T
 positions, C hidden size, V vocabulary, W the width of one side of a pair
-(``pair_layout.split_pair``).
+(``veco_plugin.modules.pair_layout.split_pair``).
 """
 
 from dataclasses import dataclass, field

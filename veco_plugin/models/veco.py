@@ -19,8 +19,9 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor
 
 from ..errors import VecoUserError
-from ..modules.pointer_network import VecoPointerNetwork, split_pair, word_positions
-from ..modules.veco_transformer_encoder import VecoTransformerEncoder, reset_positions
+from ..modules.pair_layout import reset_positions, split_pair, swap_halves, word_positions
+from ..modules.pointer_network import VecoPointerNetwork
+from ..modules.veco_transformer_encoder import VecoTransformerEncoder
 from ..modules.word_exchange import VecoWordExchangeHead, exchange
 from .flag_checks import check_model_flags
 from .requests import (
@@ -252,12 +253,6 @@ class VecoModel(RobertaModel):
 # parts some objectives add to the model (``build_extension``): name -> module(C)
 EXTENSIONS = {"pointer": VecoPointerNetwork, "exchange": VecoWordExchangeHead}
 EXTENSION_NAMES = {"pointer": "pointer network", "exchange": "word-exchange head"}  # for logs
-
-
-def swap_halves(x: Tensor, dim: int) -> Tensor:
-    """[a; b] -> [b; a] along ``dim`` (whose size is even)."""
-    first, second = x.chunk(2, dim=dim)
-    return torch.cat([second, first], dim=dim)
 
 
 # (layers, hidden, FFN, heads) per size name; veco_transformer archs use the same table.

@@ -22,20 +22,11 @@ from typing import Dict, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
+from ..modules.pair_layout import stack_pair
 from .requests import Request, TwoStream
 from .veco import VecoModel
 
 logger = logging.getLogger(__name__)
-
-
-def stack_pair(x: Tensor, y: Tensor, pad: int) -> Tensor:
-    """x (B, T1), y (B, T2) right-padded -> (2B, max(T1, T2)): rows ``:B`` x, ``B:`` y
-    (the ``two_stream`` layout)."""
-    width = max(x.size(1), y.size(1))
-    out = x.new_full((2 * x.size(0), width), pad)
-    out[: x.size(0), : x.size(1)] = x
-    out[x.size(0) :, : y.size(1)] = y
-    return out
 
 
 class VecoSentenceClassifier(VecoModel):

@@ -1,54 +1,11 @@
-"""XLM-Align's pointer network (Chi et al., 2021, eqs. 11-13) and the pair layout it reads.
-
-A translation pair is encoded as one concatenated sequence ``x ‖ y`` (TLM input), each
-side ``<s> w_1 .. w_k </s>``. ``split_pair`` cuts a batch of such sequences back into two
-aligned, right-padded halves so that both directions of the pointer network (and the
-self-labelling of ``veco_plugin.alignment``) work on ``(B, W, ·)`` tensors.
-"""
+"""XLM-Align's pointer network (Chi et al., 2021, eqs. 11-13), on the two halves of a
+concatenated pair (``pair_layout.split_pair``): (B, W, ·) tensors."""
 
 import math
 from typing import Tuple
 
 import torch
 from torch import Tensor, nn
-
-
-def split_pair(values: Tensor, first_lengths: Tensor, width: int) -> Tuple[Tensor, Tensor]:
-    """The two halves of a concatenated pair.
-
-    Args:
-        values: (B, T, ...) anything laid out along the concatenation ``x ‖ y``
-        first_lengths: (B,) ``|x|`` per row
-        width: W with max(|x|, |y|) <= W <= T (the stacked-pair width: a shape, so
-            no host sync)
-    Returns:
-        ``x`` part ``values[:, :W]`` and ``y`` part ``values[b, |x_b| + j]`` for
-        ``j < W``, both (B, W, ...); positions past the concatenation's end repeat
-        its last position (callers mask them).
-    """
-    total = values.size(1)
-    steps = torch.arange(width, device=values.device)
-    index = (first_lengths.unsqueeze(1) + steps).clamp(max=total - 1)  # (B, W)
-    index = index.view(*index.shape, *([1] * (values.dim() - 2))).expand(-1, -1, *values.shape[2:])
-    return values[:, :width], values.gather(1, index)
-
-
-def word_positions(
-    tokens: Tensor, first_lengths: Tensor, width: int, pad: int, bos: int, eos: int
-) -> Tuple[Tensor, Tensor]:
-    """Which positions of each half hold a word piece (not ``<s>``, ``</s>``, pad).
-
-    Args:
-        tokens: (B, T) the concatenation ``x ‖ y``, right-padded
-    Returns:
-        (B, W) bool masks of the ``x`` and ``y`` halves (see ``split_pair``).
-    """
-    piece = tokens.ne(pad) & tokens.ne(bos) & tokens.ne(eos)
-    x_piece, y_piece = split_pair(piece, first_lengths, width)
-    steps = torch.arange(width, device=tokens.device).unsqueeze(0)
-    first = first_lengths.unsqueeze(1)
-    second = tokens.ne(pad).sum(1, keepdim=True) - first
-    return x_piece & (steps < first), y_piece & (steps < second)
 
 
 class VecoPointerNetwork(nn.Module):

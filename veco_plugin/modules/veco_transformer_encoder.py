@@ -2,7 +2,6 @@
 
 from typing import Dict, Optional, Sequence, Tuple
 
-import torch
 import torch.nn.functional as F
 from fairseq.models.transformer import TransformerConfig, TransformerEncoder
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
@@ -84,18 +83,3 @@ class VecoTransformerEncoder(TransformerEncoder):
     def cross_attention_parameters(self):
         for layer in self.layers:
             yield from layer.cross_attention_parameters()
-
-
-def reset_positions(tokens: Tensor, first_lengths: Tensor, padding_idx: int) -> Tensor:
-    """XLM-style positions for a concatenated pair: the second segment restarts.
-
-    Args:
-        tokens: (B, T) concatenation ``x ‖ y`` right-padded
-        first_lengths: (B,) length of ``x`` in each row
-    Returns:
-        (B, T) positions with fairseq's padding offset; pads get ``padding_idx``.
-    """
-    steps = torch.arange(tokens.size(1), device=tokens.device).unsqueeze(0)
-    first = first_lengths.unsqueeze(1)
-    pos = torch.where(steps < first, steps, steps - first) + padding_idx + 1
-    return pos.masked_fill(tokens.eq(padding_idx), padding_idx)

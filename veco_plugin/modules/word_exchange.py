@@ -8,7 +8,7 @@ With the alignment set d(s, t) of a pair, the binary matrix over the m positions
 is off-diagonal and symmetric, so ``H' = A^T H`` (eq. 5) gives every source position the
 sum of the representations of the target positions linked to it, and vice versa. Here
 the pair is held as two halves ``x`` (source) and ``y`` (target) of width W (see
-``pointer_network.split_pair``) and A as its off-diagonal block ``links`` (B, W, W)
+``pair_layout.split_pair``) and A as its off-diagonal block ``links`` (B, W, W)
 (``links[b, i, j]``: x position i linked to y position j), so eq. 5 reads
 
     x'[b, i] = sum_j links[b, i, j] y[b, j]        y'[b, j] = sum_i links[b, i, j] x[b, i]

@@ -24,7 +24,7 @@ from torch import Tensor
 from ..alignment import self_label
 from ..errors import VecoUserError
 from ..models.requests import Pointer, SelfLabel
-from ..modules.pointer_network import split_pair
+from ..modules.pair_layout import split_pair
 from .base import VecoTerm, check_range, inner_model
 from .scores import logged_total
 from .translation_lm import concat_request

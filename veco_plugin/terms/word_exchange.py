@@ -15,7 +15,7 @@ import torch
 
 from ..errors import VecoUserError
 from ..models.requests import Exchange
-from ..modules.pointer_network import split_pair
+from ..modules.pair_layout import split_pair
 from .base import VecoTerm
 from .scores import masked_cross_entropy, selected
 from .translation_lm import concat_request

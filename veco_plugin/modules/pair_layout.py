@@ -1,0 +1,84 @@
+"""The layouts of a translation pair (x, y), and the moves between them.
+
+* **Concatenated** (TLM, XLM-Align, WEAM): one row ``x ‖ y`` (B, Tx+Ty), each side
+  ``<s> w_1 .. w_k </s>``, right-padded; ``first_lengths`` (B,) = |x| per row.
+  :func:`split_pair` cuts it into two aligned halves (B, W, ...), :func:`word_positions`
+  marks their word pieces, :func:`reset_positions` restarts positions at y (XLM).
+* **Stacked** (VECO's two streams): x and y as separate rows of one batch (2B, T), rows
+  ``:B`` the x, rows ``B:`` their y (:func:`stack_pair`); :func:`swap_halves` pairs each
+  row with its partner's (S_x attends to H^L_y).
+"""
+
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+
+def split_pair(values: Tensor, first_lengths: Tensor, width: int) -> Tuple[Tensor, Tensor]:
+    """The two halves of a concatenated pair.
+
+    Args:
+        values: (B, T, ...) anything laid out along the concatenation ``x ‖ y``
+        first_lengths: (B,) ``|x|`` per row
+        width: W with max(|x|, |y|) <= W <= T (the stacked-pair width: a shape, so
+            no host sync)
+    Returns:
+        ``x`` part ``values[:, :W]`` and ``y`` part ``values[b, |x_b| + j]`` for
+        ``j < W``, both (B, W, ...); positions past the concatenation's end repeat
+        its last position (callers mask them).
+    """
+    total = values.size(1)
+    steps = torch.arange(width, device=values.device)
+    index = (first_lengths.unsqueeze(1) + steps).clamp(max=total - 1)  # (B, W)
+    index = index.view(*index.shape, *([1] * (values.dim() - 2))).expand(-1, -1, *values.shape[2:])
+    return values[:, :width], values.gather(1, index)
+
+
+def word_positions(
+    tokens: Tensor, first_lengths: Tensor, width: int, pad: int, bos: int, eos: int
+) -> Tuple[Tensor, Tensor]:
+    """Which positions of each half hold a word piece (not ``<s>``, ``</s>``, pad).
+
+    Args:
+        tokens: (B, T) the concatenation ``x ‖ y``, right-padded
+    Returns:
+        (B, W) bool masks of the ``x`` and ``y`` halves (see ``split_pair``).
+    """
+    piece = tokens.ne(pad) & tokens.ne(bos) & tokens.ne(eos)
+    x_piece, y_piece = split_pair(piece, first_lengths, width)
+    steps = torch.arange(width, device=tokens.device).unsqueeze(0)
+    first = first_lengths.unsqueeze(1)
+    second = tokens.ne(pad).sum(1, keepdim=True) - first
+    return x_piece & (steps < first), y_piece & (steps < second)
+
+
+def reset_positions(tokens: Tensor, first_lengths: Tensor, padding_idx: int) -> Tensor:
+    """XLM-style positions for a concatenated pair: the second segment restarts.
+
+    Args:
+        tokens: (B, T) concatenation ``x ‖ y`` right-padded
+        first_lengths: (B,) length of ``x`` in each row
+    Returns:
+        (B, T) positions with fairseq's padding offset; pads get ``padding_idx``.
+    """
+    steps = torch.arange(tokens.size(1), device=tokens.device).unsqueeze(0)
+    first = first_lengths.unsqueeze(1)
+    pos = torch.where(steps < first, steps, steps - first) + padding_idx + 1
+    return pos.masked_fill(tokens.eq(padding_idx), padding_idx)
+
+
+def stack_pair(x: Tensor, y: Tensor, pad: int) -> Tensor:
+    """x (B, T1), y (B, T2) right-padded -> (2B, max(T1, T2)): rows ``:B`` x, ``B:`` y
+    (the ``two_stream`` layout)."""
+    width = max(x.size(1), y.size(1))
+    out = x.new_full((2 * x.size(0), width), pad)
+    out[: x.size(0), : x.size(1)] = x
+    out[x.size(0) :, : y.size(1)] = y
+    return out
+
+
+def swap_halves(x: Tensor, dim: int) -> Tensor:
+    """[a; b] -> [b; a] along ``dim`` (whose size is even)."""
+    first, second = x.chunk(2, dim=dim)
+    return torch.cat([second, first], dim=dim)
