@@ -42,6 +42,7 @@ from tqdm import tqdm
 from ..checkpoints.config import cfg_value
 from ..checkpoints.load_errors import describe
 from ..errors import VecoUserError
+from ..models import layer_spec
 from ..modules.pair_layout import split_pair
 from .filtering import argmax_links, itermax, self_label
 from .sinkhorn import similarity
@@ -50,9 +51,6 @@ from .words import pharaoh, word_links
 logger = logging.getLogger(__name__)
 
 METHODS = ("ot", "argmax", "itermax")
-
-# Table 2: hidden states of layer 8 of XLM-R base's 12 layers
-ALIGN_DEPTH = 8 / 12
 
 # the tasks whose checkpoints hold a pre-trained encoder (veco, RoBERTa, XLM-R)
 ENCODER_TASKS = ("veco_pretraining", "masked_lm", "multilingual_masked_lm")
@@ -492,17 +490,16 @@ def num_layers(model: RobertaModel) -> int:
     return len(model.encoder.sentence_encoder.layers)
 
 
-def default_layer(layers: int, depth: float = ALIGN_DEPTH) -> int:
-    """The layer at relative ``depth`` (default: the paper's layer 8 of 12), rounded, at
-    least 1."""
-    return max(1, round(layers * depth))
+def default_layer(layers: int) -> int:
+    """The word-alignment layer of a ``layers``-deep encoder (``layer_spec``: 8 of 12)."""
+    return layer_spec.default_layer("align", layers)
 
 
-def resolve_layer(model: RobertaModel, layer: Optional[int], depth: float = ALIGN_DEPTH) -> int:
-    """``layer`` (0 = the embeddings, L = the last layer) or the default at ``depth``;
-    checked."""
+def resolve_layer(model: RobertaModel, layer: Optional[int], use: str = "align") -> int:
+    """``layer`` (0 = the embeddings, L = the last layer) or ``use``'s default layer
+    (``layer_spec.DEFAULT_DEPTHS``); checked."""
     layers = num_layers(model)
-    layer = default_layer(layers, depth) if layer is None else layer
+    layer = layer_spec.default_layer(use, layers) if layer is None else layer
     if not 0 <= layer <= layers:
         raise VecoUserError(f"--layer {layer}: the model has layers 0..{layers} (0: embeddings)")
     return layer

@@ -33,7 +33,6 @@ from ..errors import VecoUserError
 from ..evaluation.aer import read_parallel
 from ..evaluation.retrieval import (
     MARGIN_K,
-    RETRIEVAL_DEPTH,
     SCORINGS,
     SEARCHES,
     RetrievalResult,
@@ -43,6 +42,7 @@ from ..evaluation.retrieval import (
     resolve_layer,
     sentence_ids,
 )
+from ..models.layer_spec import DEFAULT_DEPTHS
 from ..outputs import write_text
 from .align import check_at_least, check_named, check_output
 from .common import run_cli
@@ -88,7 +88,7 @@ def get_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="layer to mean-pool, 0..L (0: the embeddings; default: a middle layer, "
-        f"round(L * {RETRIEVAL_DEPTH * 12:.0f}/12), i.e. 7 of 12, 1 of 2)",
+        f"round(L * {DEFAULT_DEPTHS['retrieve'] * 12:.0f}/12), i.e. 7 of 12, 1 of 2)",
     )
     parser.add_argument(
         "--scoring",

@@ -39,16 +39,12 @@ from tqdm import tqdm
 from ..alignment import aligner
 from ..alignment.aligner import layer_states
 from ..errors import VecoUserError
+from ..models import layer_spec
 
 logger = logging.getLogger(__name__)
 
 SCORINGS = ("cosine", "margin")
 SEARCHES = ("auto", "torch", "faiss")
-
-# Mid-depth: layer 7 of a 12-layer base encoder (XTREME's retrieval baselines on mBERT and
-# XLM-R base). The top layers of an MLM encoder specialize to predicting pieces; the middle
-# ones are the most language-neutral sentence representation.
-RETRIEVAL_DEPTH = 7 / 12
 
 # the margin's neighbourhood (BUCC's convention)
 MARGIN_K = 4
@@ -64,14 +60,15 @@ TORCH_CHUNK = 1024
 
 
 def default_layer(layers: int) -> int:
-    """The retrieval layer of an ``layers``-deep encoder: :data:`RETRIEVAL_DEPTH`, rounded,
-    at least 1."""
-    return aligner.default_layer(layers, RETRIEVAL_DEPTH)
+    """The retrieval layer of a ``layers``-deep encoder (``layer_spec``: 7 of 12, mid-depth:
+    the top layers of an MLM encoder specialize to predicting pieces, the middle ones are
+    the most language-neutral sentence representation)."""
+    return layer_spec.default_layer("retrieve", layers)
 
 
 def resolve_layer(model: RobertaModel, layer: Optional[int]) -> int:
     """``layer`` (0 = the embeddings, L = the last layer) or :func:`default_layer`."""
-    return aligner.resolve_layer(model, layer, RETRIEVAL_DEPTH)
+    return aligner.resolve_layer(model, layer, "retrieve")
 
 
 def sentence_ids(

@@ -1,14 +1,31 @@
-"""Layer lists on the command line: ``"18,19,20"`` -> ``[18, 19, 20]``, checked against a stack.
+"""Which layers: the default layer of each use, and layer lists on the command line.
 
-One parser for every comma-separated list of layer indices (``veco-init-nmt
---decoder-layers 18,19,20``, ``--tie-decoder-to-encoder-layers``) and one range/repetition
-check; callers put their flag in the message.
+* :data:`DEFAULT_DEPTHS` / :func:`default_layer`: the layer each tool reads by default, at
+  the papers' relative depth, so that a 12-layer base model reads the published layer and
+  other depths read the same share.
+* :func:`parse_layer_list`: ``"18,19,20"`` -> ``[18, 19, 20]`` for every comma-separated
+  list of layer indices (``veco-init-nmt --decoder-layers 18,19,20``,
+  ``--tie-decoder-to-encoder-layers``), and one range/repetition check; callers put their
+  flag in the message.
 """
 
 import re
 from typing import Iterable, List, Optional, Sequence
 
 _LAYER = re.compile(r"\.layers\.(\d+)\.")
+
+# use -> layer k of a 12-layer encoder, as a share of its depth
+DEFAULT_DEPTHS = {
+    "align": 8 / 12,  # word alignment: XLM-Align Table 2, SimAlign (XLM-R base, layer 8)
+    "retrieve": 7 / 12,  # sentence retrieval: XTREME's baselines (mid-depth, language-neutral)
+    "label": 10 / 12,  # dwa's self-labelling: XLM-Align Table 11
+}
+
+
+def default_layer(use: str, num_layers: int) -> int:
+    """The layer ``use`` (a key of :data:`DEFAULT_DEPTHS`) reads in a ``num_layers``-deep
+    encoder: its depth share, rounded, at least 1."""
+    return max(1, round(num_layers * DEFAULT_DEPTHS[use]))
 
 
 def parse_layer_list(text: str) -> List[int]:

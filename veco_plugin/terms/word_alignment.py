@@ -23,14 +23,12 @@ from torch import Tensor
 
 from ..alignment import self_label
 from ..errors import VecoUserError
+from ..models.layer_spec import default_layer
 from ..models.requests import Pointer, SelfLabel
 from ..modules.pair_layout import split_pair
 from .base import VecoTerm, check_range, inner_model
 from .scores import logged_total
 from .translation_lm import concat_request
-
-# the paper's self-labelling layer for XLM-R base: 10 of 12 (Table 11)
-LABEL_DEPTH = 10 / 12
 
 
 @dataclass
@@ -105,7 +103,7 @@ class DenoisingAlignmentTerm(VecoTerm):
     def resolve_layers(self, model_layers: int) -> Dict[str, int]:
         """The self-labelling and DWA layers for a model of ``model_layers`` layers."""
         label, dwa = self.cfg.label_layer, self.cfg.dwa_layer
-        label = max(1, round(model_layers * LABEL_DEPTH)) if label is None else label
+        label = default_layer("label", model_layers) if label is None else label
         dwa = model_layers if dwa is None else dwa
         for flag, value in (("--label-layer", label), ("--dwa-layer", dwa)):
             if not 1 <= value <= model_layers:
