@@ -5,7 +5,7 @@ import pytest
 from tests.helpers.catalogs import write_mo
 from tests.helpers.quickstart import config
 from veco_plugin.objectives import OBJECTIVES, WORD_LIST
-from veco_plugin.quickstart import options
+from veco_plugin.quickstart import options, stages
 from veco_plugin.quickstart.options import QuickstartError
 
 SWITCHES = {row.run: True for row in OBJECTIVES if row.quickstart_switch}
@@ -74,6 +74,17 @@ def test_decoder_depth_from_the_layer_spec(spec, depth):
 def test_jobs_default_to_one_on_gpu():
     args = options.parse_args(["--gpu"])
     assert options.check(args, which=lambda t: t).jobs == 1
+
+
+def test_gpu_preset_where_later_flags_and_smoke_win():
+    gpu = config("--gpu")
+    assert (gpu.device, gpu.arch, gpu.num_decoder_layers) == ("gpu", "small", 3)
+    assert (gpu.pretrain_updates, gpu.finetune_updates, gpu.dwa_updates) == (10000, 3000, 1000)
+    pretrain = stages.pretrain(gpu, OBJECTIVES[0]).command
+    assert "--cpu" not in pretrain and pretrain[pretrain.index("--arch") + 1] == "veco_small"
+    assert config("--gpu", "--pretrain-updates", "2000").pretrain_updates == 2000
+    smoke = config("--gpu", "--smoke")
+    assert (smoke.device, smoke.pretrain_updates, smoke.arch) == ("gpu", 20, "small")
 
 
 @pytest.mark.parametrize(
