@@ -13,14 +13,34 @@ import contextlib
 import os
 import shutil
 import tempfile
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 from .errors import VecoUserError
 
 
-def check_output_file(path: str, flag: str, example: str = "out.txt") -> None:
-    """``flag path`` names a file that can be created: not a directory, and not under a
-    path that is a file; ``example`` is the file name suggested inside a directory."""
+def check_named(paths: Dict[str, Optional[str]]) -> None:
+    """Refuse a file flag given an empty string (``--output ""`` would fall back to
+    stdout, ``--spm-model ""`` to the default): ``paths`` is ``{flag: value}``."""
+    for flag, value in paths.items():
+        if value is not None and not value.strip():
+            raise VecoUserError(f"{flag} {value!r} names no file: give a file's path")
+
+
+def check_output_file(
+    path: str,
+    flag: str,
+    example: str = "out.txt",
+    inputs: Optional[Dict[str, Optional[str]]] = None,
+) -> None:
+    """``flag path`` names a file that can be created: not a directory, not under a path
+    that is a file, and none of ``inputs`` (``{flag: path}``), which it would overwrite;
+    ``example`` is the file name suggested inside a directory."""
+    for input_flag, input_path in (inputs or {}).items():
+        if input_path and os.path.realpath(input_path) == os.path.realpath(path):
+            raise VecoUserError(
+                f"{flag} {path} is also {input_flag}: it would overwrite that input; name "
+                "another file"
+            )
     if os.path.isdir(path):
         raise VecoUserError(
             f"{flag} {path} is a directory: name a file, e.g. {os.path.join(path, example)}"

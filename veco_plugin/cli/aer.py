@@ -34,7 +34,7 @@ from ..evaluation.aer import (
     format_counts,
     format_scores,
 )
-from .align import check_named
+from ..outputs import check_named
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.aer")

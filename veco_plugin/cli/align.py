@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -30,8 +29,8 @@ from ..alignment.aligner import (
 )
 from ..errors import VecoUserError
 from ..evaluation.aer import read_parallel
-from ..outputs import check_output_file, write_text
-from .common import run_cli
+from ..outputs import check_named, check_output_file, write_text
+from .common import check_at_least, run_cli
 
 logger = logging.getLogger("veco_plugin.cli.align")
 
@@ -130,32 +129,6 @@ def _device_and_dtype(args: argparse.Namespace):
     return device, dtype
 
 
-def check_at_least(value: Optional[int], flag: str, least: int = 1) -> None:
-    """Refuse ``flag value`` below ``least`` (an unset ``value`` passes)."""
-    if value is not None and value < least:
-        raise VecoUserError(f"{flag} {value}: must be at least {least}")
-
-
-def check_named(paths: Dict[str, Optional[str]]) -> None:
-    """Refuse a file flag given an empty string (``--output ""`` would fall back to
-    stdout, ``--spm-model ""`` to the default): ``paths`` is ``{flag: value}``."""
-    for flag, value in paths.items():
-        if value is not None and not value.strip():
-            raise VecoUserError(f"{flag} {value!r} names no file: give a file's path")
-
-
-def check_output(path: str, flag: str, example: str, inputs: Dict[str, Optional[str]]) -> None:
-    """``flag path`` can be written (:func:`~veco_plugin.outputs.check_output_file`) and
-    names none of ``inputs`` (``{flag: path}``), which it would overwrite."""
-    check_output_file(path, flag, example)
-    for input_flag, input_path in inputs.items():
-        if input_path and os.path.realpath(input_path) == os.path.realpath(path):
-            raise VecoUserError(
-                f"{flag} {path} is also {input_flag}: it would overwrite that input; name "
-                "another file"
-            )
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Numbers, combinations and file names, before any file is read."""
     check_named({f"--{k.replace('_', '-')}": getattr(args, k) for k in _FILE_FLAGS})
@@ -178,7 +151,7 @@ def main(args: argparse.Namespace) -> List[str]:
         inputs = {"--src": args.src, "--tgt": args.tgt, "--path": args.path}
         inputs.update({"--dict": args.dict, "--spm-model": args.spm_model})
         inputs["--bpe-codes"] = args.bpe_codes
-        check_output(args.output, "--output", "out.align", inputs)
+        check_output_file(args.output, "--output", "out.align", inputs)
     check_checkpoint_path(args.path)
     pieces = word_pieces(args.spm_model, args.bpe_codes, args.path)
     model, dictionary = load_model(args.path, args.dict, device, dtype)

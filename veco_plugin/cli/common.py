@@ -36,3 +36,9 @@ def prog_from_argv(argv: Sequence[str], default: str) -> str:
     """``NAME`` of a leading ``--prog NAME`` in ``argv`` (a shell stage that names itself
     in the tool's error lines), else ``default``."""
     return argv[1] if len(argv) > 1 and argv[0] == "--prog" else default
+
+
+def check_at_least(value: Optional[int], flag: str, least: int = 1) -> None:
+    """Refuse ``flag value`` below ``least`` (an unset ``value`` passes)."""
+    if value is not None and value < least:
+        raise VecoUserError(f"{flag} {value}: must be at least {least}")

@@ -43,9 +43,8 @@ from ..evaluation.retrieval import (
     sentence_ids,
 )
 from ..models.layer_spec import DEFAULT_DEPTHS
-from ..outputs import write_text
-from .align import check_at_least, check_named, check_output
-from .common import run_cli
+from ..outputs import check_named, check_output_file, write_text
+from .common import check_at_least, run_cli
 
 logger = logging.getLogger("veco_plugin.cli.retrieve")
 
@@ -180,7 +179,7 @@ def main(args: argparse.Namespace) -> RetrievalResult:
     if args.json:
         inputs = {"--src": args.src, "--tgt": args.tgt, "--path": args.path}
         inputs.update({"--dict": args.dict, "--spm-model": args.spm_model})
-        check_output(args.json, "--json", "retrieval.json", inputs)
+        check_output_file(args.json, "--json", "retrieval.json", inputs)
     check_checkpoint_path(args.path)
     spm_model = find_spm_model(args.spm_model, args.path)
     try:
