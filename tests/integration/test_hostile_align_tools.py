@@ -393,9 +393,13 @@ def test_ctrl_c_while_aligning_leaves_no_output(p, tmp_path):
     output = tmp_path / "out" / "pairs.align"
     argv = _al(src=str(tmp_path / "src"), tgt=str(tmp_path / "tgt"), output=str(output))(p)
     argv.remove("--no-progress")
-    argv += ["--batch-size", "1"]  # one pair a forward: minutes of work, interrupted after 2 bars
     proc = subprocess.Popen(
-        [os.path.join(BIN, AL), *argv], stderr=subprocess.PIPE, env=env(LOGLEVEL="WARNING")
+        [os.path.join(BIN, AL), *argv],
+        stderr=subprocess.PIPE,
+        env=env(LOGLEVEL="WARNING"),
+        # a suite started in the background (``make test &``) ignores SIGINT, and so would
+        # the command it starts: give it the default handling a terminal gives
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     seen = b""
