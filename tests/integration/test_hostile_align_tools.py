@@ -1,4 +1,4 @@
-"""veco-align, veco-aer and veco-retrieve, tried as a hostile user would (issue 22, item 4).
+"""veco-align, veco-aer and veco-retrieve, tried as a hostile user would.
 
 One row per case: the command, its arguments (built from the module's inputs) and what
 the last line on stderr must say. Every row must end in ``PROG: error: ...`` with a

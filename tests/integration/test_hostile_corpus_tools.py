@@ -1,4 +1,4 @@
-"""The corpus and vocabulary tools, tried as a hostile user would (issue 22, item 4):
+"""The corpus and vocabulary tools, tried as a hostile user would:
 veco-gettext-corpus, veco-gettext-dictionary, veco-gettext-paraphrase, veco-init-nmt,
 veco-reduce-vocab, veco-spm and veco-wmt14.
 

@@ -1,5 +1,5 @@
 """veco-export-hf, veco-import-hf, veco-sentence-eval and veco-prepare-sentence-prediction,
-tried as a hostile user would (issue 22, item 4).
+tried as a hostile user would.
 
 One row per case: the command, its arguments (built from the module's inputs and the row's
 own output path) and what the last line on stderr must say. Every row must end in
