@@ -52,19 +52,25 @@ def check_output_file(
         raise VecoUserError(f"{flag} {path}: cannot write in {parent} (permission denied)")
 
 
-def write_text(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through ``path.part`` and a rename: the file
-    is complete or absent; its folder is created."""
+@contextlib.contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """``path.part``, for the block to write ``path``'s content to: renamed to ``path`` when
+    the block ends normally, removed when it raises (Ctrl-C included), so ``path`` is
+    complete or absent; its folder is created."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     part = f"{path}.part"
     try:
-        with open(part, "w", encoding="utf-8") as f:
-            f.write(text)
+        yield part
         os.replace(part, path)
-    except BaseException:
+    finally:
         if os.path.exists(part):
             os.remove(part)
-        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as part, open(part, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _existing_ancestor(path: str) -> str:

@@ -32,6 +32,7 @@ import random
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import VecoUserError
+from ..outputs import atomic_path
 from .gettext import SRC_LANG
 from .text import read_lines_strict
 from .xtreme import Example, write_tsv
@@ -157,13 +158,9 @@ def check_settings(
 
 
 def _write_tsv(path: str, rows: Sequence[Example]) -> None:
-    """:func:`write_tsv` through ``path.part`` and a rename: complete or absent."""
-    try:
-        write_tsv(f"{path}.part", rows)
-        os.replace(f"{path}.part", path)
-    finally:
-        if os.path.exists(f"{path}.part"):
-            os.remove(f"{path}.part")
+    """:func:`write_tsv`, atomically (``atomic_path``)."""
+    with atomic_path(path) as part:
+        write_tsv(part, rows)
 
 
 def build(

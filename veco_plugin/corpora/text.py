@@ -35,6 +35,7 @@ from typing import (
 )
 
 from ..errors import VecoUserError
+from ..outputs import atomic_path
 
 T = TypeVar("T")
 
@@ -196,17 +197,10 @@ def input_file(path: str, flag: str = "", error: Type[Exception] = VecoUserError
 
 
 def write_lines(path: str, lines: Iterable[str]) -> None:
-    """Write ``lines`` (each + ``\\n``, UTF-8) to ``path`` via ``path.part`` + rename."""
-    part = path + ".part"
-    try:
-        with open(part, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line + "\n")
-    except BaseException:
-        if os.path.exists(part):
-            os.remove(part)
-        raise
-    os.replace(part, path)
+    """Write ``lines`` (each + ``\\n``, UTF-8) to ``path`` atomically (``atomic_path``)."""
+    with atomic_path(path) as part, open(part, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
 
 
 def chunks(items: Iterable[T], size: int) -> Iterator[List[T]]:
