@@ -9,7 +9,6 @@ measured sizes) is :mod:`veco_plugin.corpora.gettext`; this is its command line:
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
 from ..corpora.gettext import (
@@ -24,6 +23,7 @@ from ..corpora.gettext import (
 )
 from ..outputs import check_output_dir
 from .common import run_cli
+from .config_flags import add_config_flags, config_from_flags
 
 PROG = "veco-gettext-corpus"
 
@@ -34,63 +34,7 @@ def get_parser() -> argparse.ArgumentParser:
         description="Build an English-X parallel corpus (train/valid/test split by "
         "catalog, plus monolingual sides) from gettext .mo catalogs.",
     )
-    p.add_argument("--tgt-lang", required=True, help="target language code, e.g. de or fr")
-    p.add_argument("--output", required=True, type=Path, help="output directory")
-    p.add_argument(
-        "--locale-dir",
-        type=Path,
-        default=CorpusConfig.locale_dir,
-        help="directory holding <lang>/LC_MESSAGES/*.mo (default: %(default)s)",
-    )
-    p.add_argument(
-        "--valid-size",
-        type=int,
-        default=CorpusConfig.valid_size,
-        help="target number of valid pairs (default: %(default)s)",
-    )
-    p.add_argument(
-        "--test-size",
-        type=int,
-        default=CorpusConfig.test_size,
-        help="target number of test pairs (default: %(default)s)",
-    )
-    p.add_argument(
-        "--min-words",
-        type=int,
-        default=CorpusConfig.min_words,
-        help="drop pairs whose English side has fewer tokens (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-words",
-        type=int,
-        default=CorpusConfig.max_words,
-        help="drop pairs with a side longer than this (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-ratio",
-        type=float,
-        default=CorpusConfig.max_ratio,
-        help="max token-count ratio between the sides (default: %(default)s)",
-    )
-    p.add_argument(
-        "--min-word-fraction",
-        type=float,
-        default=CorpusConfig.min_word_fraction,
-        help="min share of tokens that are words, not specifiers/options/paths "
-        "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=CorpusConfig.seed,
-        help="seed of the catalog shuffle (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-catalogs",
-        type=int,
-        default=None,
-        help="use only the first N catalogs in name order (for quick runs)",
-    )
+    add_config_flags(p, CorpusConfig)
     return p
 
 
@@ -114,19 +58,7 @@ def config_from_args(args: argparse.Namespace) -> CorpusConfig:
         raise CorpusError(f"--max-ratio must be >= 1, got {args.max_ratio}")
     if not 0 <= args.min_word_fraction <= 1:
         raise CorpusError(f"--min-word-fraction must be in [0, 1], got {args.min_word_fraction}")
-    return CorpusConfig(
-        tgt_lang=args.tgt_lang,
-        output=args.output,
-        locale_dir=args.locale_dir,
-        valid_size=args.valid_size,
-        test_size=args.test_size,
-        min_words=args.min_words,
-        max_words=args.max_words,
-        max_ratio=args.max_ratio,
-        min_word_fraction=args.min_word_fraction,
-        seed=args.seed,
-        max_catalogs=args.max_catalogs,
-    )
+    return config_from_flags(CorpusConfig, args)
 
 
 def main(cfg: CorpusConfig) -> Corpus:

@@ -7,7 +7,6 @@ What is kept and how it is split: :mod:`veco_plugin.corpora.gettext_dictionary`:
 """
 
 import argparse
-from pathlib import Path
 from typing import Optional, Sequence
 
 from ..corpora.gettext import SRC_LANG, CorpusError, check_tgt_lang
@@ -20,6 +19,7 @@ from ..corpora.gettext_dictionary import (
 )
 from ..outputs import check_output_dir
 from .common import run_cli
+from .config_flags import add_config_flags, config_from_flags
 
 PROG = "veco-gettext-dictionary"
 
@@ -30,24 +30,7 @@ def get_parser() -> argparse.ArgumentParser:
         description="Extract an English-X word dictionary (MUSE layout, train/held-out "
         "split by English word) from the single-word entries of gettext .mo catalogs.",
     )
-    p.add_argument("--tgt-lang", required=True, help="target language code, e.g. de or fr")
-    p.add_argument("--output", required=True, type=Path, help="output directory")
-    p.add_argument(
-        "--locale-dir",
-        type=Path,
-        default=DictionaryConfig.locale_dir,
-        help="directory holding <lang>/LC_MESSAGES/*.mo (default: %(default)s)",
-    )
-    p.add_argument(
-        "--held-out-words",
-        type=int,
-        default=DictionaryConfig.held_out_words,
-        help="English words held out with all their translations (default: %(default)s)",
-    )
-    p.add_argument("--seed", type=int, default=DictionaryConfig.seed, help="split seed")
-    p.add_argument(
-        "--keep-case", action="store_true", help="keep the catalogs' case (default: lowercase)"
-    )
+    add_config_flags(p, DictionaryConfig)
     return p
 
 
@@ -55,9 +38,7 @@ def main(args: argparse.Namespace) -> BilingualDictionary:
     """Build and write the dictionary; one summary line per split."""
     check_tgt_lang(args.tgt_lang)
     check_output_dir(str(args.output), "--output")
-    cfg = DictionaryConfig(
-        args.tgt_lang, args.output, args.locale_dir, args.held_out_words, args.seed, args.keep_case
-    )
+    cfg = config_from_flags(DictionaryConfig, args)
     dictionary = build_dictionary(cfg)
     write_dictionary(dictionary, cfg)
     print(f"entries: {dictionary.counts.summary('entries')}")

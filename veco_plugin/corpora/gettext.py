@@ -109,19 +109,47 @@ class CorpusError(VecoUserError):
 
 @dataclass(frozen=True)
 class CorpusConfig:
-    """All settings of one corpus build (built once from the command line)."""
+    """All settings of one corpus build (built once from the command line, whose flags
+    are these fields: :func:`veco_plugin.cli.config_flags.add_config_flags`)."""
 
-    tgt_lang: str
-    output: Path
-    locale_dir: Path = Path("/usr/share/locale")
-    valid_size: int = 500
-    test_size: int = 1000
-    min_words: int = 2
-    max_words: int = 50
-    max_ratio: float = 3.0
-    min_word_fraction: float = 0.5
-    seed: int = 1
-    max_catalogs: Optional[int] = None
+    tgt_lang: str = field(metadata={"help": "target language code, e.g. de or fr"})
+    output: Path = field(metadata={"help": "output directory"})
+    locale_dir: Path = field(
+        default=Path("/usr/share/locale"),
+        metadata={"help": "directory holding <lang>/LC_MESSAGES/*.mo (default: %(default)s)"},
+    )
+    valid_size: int = field(
+        default=500, metadata={"help": "target number of valid pairs (default: %(default)s)"}
+    )
+    test_size: int = field(
+        default=1000, metadata={"help": "target number of test pairs (default: %(default)s)"}
+    )
+    min_words: int = field(
+        default=2,
+        metadata={"help": "drop pairs whose English side has fewer tokens (default: %(default)s)"},
+    )
+    max_words: int = field(
+        default=50,
+        metadata={"help": "drop pairs with a side longer than this (default: %(default)s)"},
+    )
+    max_ratio: float = field(
+        default=3.0,
+        metadata={"help": "max token-count ratio between the sides (default: %(default)s)"},
+    )
+    min_word_fraction: float = field(
+        default=0.5,
+        metadata={
+            "help": "min share of tokens that are words, not specifiers/options/paths "
+            "(default: %(default)s)"
+        },
+    )
+    seed: int = field(
+        default=1, metadata={"help": "seed of the catalog shuffle (default: %(default)s)"}
+    )
+    max_catalogs: Optional[int] = field(
+        default=None,
+        metadata={"help": "use only the first N catalogs in name order (for quick runs)"},
+    )
 
 
 @dataclass

@@ -19,7 +19,7 @@ sorted)::
 
 import json
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -41,14 +41,25 @@ SPLITS = ("train", "heldout")
 
 @dataclass(frozen=True)
 class DictionaryConfig:
-    """All settings of one dictionary build (built once from the command line)."""
+    """All settings of one dictionary build (built once from the command line, whose
+    flags are these fields: :func:`veco_plugin.cli.config_flags.add_config_flags`)."""
 
-    tgt_lang: str
-    output: Path
-    locale_dir: Path = Path("/usr/share/locale")
-    held_out_words: int = 500
-    seed: int = 1
-    keep_case: bool = False
+    tgt_lang: str = field(metadata={"help": "target language code, e.g. de or fr"})
+    output: Path = field(metadata={"help": "output directory"})
+    locale_dir: Path = field(
+        default=Path("/usr/share/locale"),
+        metadata={"help": "directory holding <lang>/LC_MESSAGES/*.mo (default: %(default)s)"},
+    )
+    held_out_words: int = field(
+        default=500,
+        metadata={
+            "help": "English words held out with all their translations (default: %(default)s)"
+        },
+    )
+    seed: int = field(default=1, metadata={"help": "split seed"})
+    keep_case: bool = field(
+        default=False, metadata={"help": "keep the catalogs' case (default: lowercase)"}
+    )
 
 
 @dataclass
