@@ -1,6 +1,7 @@
-"""Parsers generated from dataclass configs: every field of the config is a flag with the
-field's type, default and required-ness, every flag of the parser is a field (or one of the
-few flags that are not settings), and parsed flags become the config unchanged."""
+"""Parsers generated from dataclass configs (veco-gettext-corpus, veco-gettext-dictionary,
+the quickstart): every field of the config is a flag with the field's type, default, help
+and required-ness, every flag of the parser is a field (or one of the few flags that are not
+one setting each), and parsed flags become the config unchanged."""
 
 import argparse
 import dataclasses
@@ -9,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.catalogs import write_mo
 from veco_plugin.cli import gettext_corpus, gettext_dictionary
 from veco_plugin.cli.config_flags import add_config_flags, config_from_flags
 from veco_plugin.corpora.gettext import CorpusConfig
 from veco_plugin.corpora.gettext_dictionary import DictionaryConfig
+from veco_plugin.quickstart import options
 
 TOOLS = [(gettext_corpus, CorpusConfig), (gettext_dictionary, DictionaryConfig)]
 
@@ -74,3 +77,33 @@ def test_text_flags_and_a_subset_of_fields():
     assert "n [4]" in " ".join(parser.format_help().split())
     with pytest.raises(ValueError, match="Settings has no field nmae"):
         add_config_flags(argparse.ArgumentParser(), Settings, ["nmae"])
+
+
+QUICKSTART_ONLY_FLAGS = {"text", "device", "jobs", "smoke"}  # not one field each (and -h)
+
+
+def test_quickstart_flags_are_the_config_fields_by_section():
+    parser = options.get_parser()
+    sections = {a.dest: g.title for g in parser._action_groups for a in g._group_actions}
+    flags = _flags(parser)
+    grouped = [f for f in dataclasses.fields(options.Config) if "group" in f.metadata]
+    for f in grouped:
+        flag = flags[f.name]
+        assert sections[f.name] == f.metadata["group"] and flag.help == f.metadata["help"]
+        assert flag.option_strings == ["--" + f.name.replace("_", "-")]
+        if isinstance(f.default, bool):
+            assert isinstance(flag, argparse._StoreTrueAction) and f.default is False
+        else:  # read as text, converted by check()
+            assert flag.type is str and flag.default == str(f.default)
+    switches = {dest for dest in flags if dest.startswith("switch_")}
+    assert set(flags) == {f.name for f in grouped} | QUICKSTART_ONLY_FLAGS | switches
+
+
+def test_quickstart_default_flags_check_to_the_config_defaults(tmp_path, monkeypatch):
+    write_mo(tmp_path / "de" / "LC_MESSAGES" / "app.mo", {"File": "Datei"})
+    monkeypatch.setattr(options, "DEFAULT_LOCALE_DIR", str(tmp_path))
+    cfg = options.check(options.parse_args(["--jobs", "1"]), which=lambda tool: tool)
+    for f in dataclasses.fields(options.Config):
+        if "group" in f.metadata and f.name != "locale_dir":
+            assert getattr(cfg, f.name) == f.default, f.name
+    assert cfg.locale_dir == str(tmp_path)  # the default read when the parser is built

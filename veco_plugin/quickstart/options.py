@@ -16,9 +16,20 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, fields
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    NoReturn,
+    Optional,
+    Sequence,
+    Tuple,
+    get_type_hints,
+)
 
+from veco_plugin.cli.config_flags import add_config_flags
 from veco_plugin.objectives import OBJECTIVES, WORD_LIST, Objective
 
 PROG = "quickstart"
@@ -68,32 +79,6 @@ GPU_PRESET: Dict[str, str] = dict(
     align_pairs="1000",
 )
 
-# Flags that must be non-negative integers, checked in this order.
-INTEGER_FLAGS: Tuple[str, ...] = (
-    "--valid-size",
-    "--test-size",
-    "--max-train-pairs",
-    "--vocab-size",
-    "--max-positions",
-    "--pretrain-updates",
-    "--pretrain-max-tokens",
-    "--pretrain-warmup",
-    "--finetune-updates",
-    "--max-tokens",
-    "--finetune-warmup",
-    "--eval-interval",
-    "--average-last",
-    "--beam",
-    "--gen-max-tokens",
-    "--examples",
-    "--dwa-updates",
-    "--align-pairs",
-    "--threads",
-    "--workers",
-    "--seed",
-    "--log-interval",
-)
-
 TOOLS = (
     "fairseq-train",
     "fairseq-preprocess",
@@ -109,50 +94,109 @@ class QuickstartError(Exception):
     """A bad flag or an unusable run directory: ``quickstart: error: MESSAGE``, exit 1."""
 
 
+# The --help sections, in order; a Config field whose metadata names one is a flag there.
+PATHS, CORPUS, MODEL, PRETRAINING, FINETUNING, EVALUATION, ALIGNMENT, MACHINE, OTHER = (
+    "paths",
+    "corpus",
+    "model",
+    "pre-training",
+    "fine-tuning (identical for every initialization)",
+    "evaluation",
+    "word alignment (XLM-Align)",
+    "machine",
+    "other",
+)
+
+
+def _flag(group: str, default: Any, help: str) -> Any:
+    """A :class:`Config` field that is the flag ``--<field-name>`` in the section
+    ``group`` of ``--help`` (read as text and checked by :func:`check`)."""
+    return field(default=default, metadata={"group": group, "help": help})
+
+
 @dataclass
 class Config:
     """Every setting of a quickstart run, typed and checked (paths absolute where the
-    stages need them so)."""
+    stages need them so). A field with a ``group`` is a flag of :func:`get_parser` with
+    the field's default; the others (``kw_only``) are set by :func:`check`."""
 
-    run_dir: str
-    user_dir: str
-    python: str
-    text: str
-    locale_dir: str
-    src: str
-    tgt: str
-    valid_size: int
-    test_size: int
-    max_train_pairs: int
-    vocab_size: int
-    arch: str
-    decoder_layers: str
-    max_positions: int
-    pretrain_updates: int
-    pretrain_max_tokens: int
-    pretrain_lr: str
-    pretrain_warmup: int
-    finetune_updates: int
-    max_tokens: int
-    finetune_lr: str
-    finetune_warmup: int
-    eval_interval: int
-    average_last: int
-    beam: int
-    gen_max_tokens: int
-    examples: int
-    dwa_updates: int
-    align_pairs: int
-    device: str
-    fp16: bool
-    jobs: int
-    threads: int
-    workers: int
-    seed: int
-    log_interval: int
-    force: bool
-    data_only: bool
-    num_decoder_layers: int
+    run_dir: str = _flag(PATHS, "runs/quickstart", "everything goes here [%(default)s]")
+    user_dir: str = _flag(PATHS, PACKAGE_DIR, "fairseq --user-dir [%(default)s]")
+    python: str = _flag(
+        PATHS, "python", "Python with sentencepiece/sacrebleu/matplotlib [%(default)s]"
+    )
+    text: str = field(kw_only=True)
+    """``--text DIR``: the corpus in DIR instead of gettext ('' = gettext)."""
+    locale_dir: str = _flag(
+        CORPUS,
+        DEFAULT_LOCALE_DIR,
+        "gettext catalogs: the corpus, and the word list of rows that need one [%(default)s]",
+    )
+    src: str = _flag(CORPUS, "en", "source language [%(default)s]")
+    tgt: str = _flag(CORPUS, "de", "target language [%(default)s]")
+    valid_size: int = _flag(CORPUS, 500, "held-out valid pairs (gettext) [%(default)s]")
+    test_size: int = _flag(CORPUS, 1000, "held-out test pairs (gettext) [%(default)s]")
+    max_train_pairs: int = _flag(
+        CORPUS, 0, "keep the first N train pairs and mono lines, 0 = all [%(default)s]"
+    )
+    vocab_size: int = _flag(CORPUS, 4000, "joint sentencepiece pieces [%(default)s]")
+    arch: str = _flag(
+        MODEL, "tiny", "tiny|small|base|large: veco_SIZE, veco_transformer_SIZE [%(default)s]"
+    )
+    decoder_layers: str = _flag(
+        MODEL,
+        "all",
+        "veco-init-nmt --decoder-layers (all, last:N, first:N, list) [%(default)s]",
+    )
+    max_positions: int = _flag(
+        MODEL, 256, "pre-training (mono; bi gets N/2 a side) and NMT positions [%(default)s]"
+    )
+    pretrain_updates: int = _flag(PRETRAINING, 1000, "updates of each pre-training [%(default)s]")
+    pretrain_max_tokens: int = _flag(
+        PRETRAINING,
+        6144,
+        "tokens per update (mono + bi sub-batch, TLM included) [%(default)s]",
+    )
+    pretrain_lr: str = _flag(PRETRAINING, "2e-3", "[%(default)s]")
+    pretrain_warmup: int = _flag(PRETRAINING, 200, "[%(default)s]")
+    finetune_updates: int = _flag(FINETUNING, 600, "updates [%(default)s]")
+    max_tokens: int = _flag(FINETUNING, 4096, "tokens per batch [%(default)s]")
+    finetune_lr: str = _flag(FINETUNING, "2e-3", "[%(default)s]")
+    finetune_warmup: int = _flag(FINETUNING, 200, "[%(default)s]")
+    eval_interval: int = _flag(
+        FINETUNING,
+        100,
+        "checkpoint + valid loss + greedy valid BLEU every K updates [%(default)s]",
+    )
+    average_last: int = _flag(EVALUATION, 3, "average the last N checkpoints [%(default)s]")
+    beam: int = _flag(EVALUATION, 5, "beam size on the test set [%(default)s]")
+    gen_max_tokens: int = _flag(EVALUATION, 8000, "fairseq-generate --max-tokens [%(default)s]")
+    examples: int = _flag(EVALUATION, 5, "translated test examples in the report [%(default)s]")
+    dwa_updates: int = _flag(
+        ALIGNMENT,
+        300,
+        "dwa updates from the ca_mlm checkpoint; 0: no alignment stages [%(default)s]",
+    )
+    align_pairs: int = _flag(
+        ALIGNMENT, 200, "test pairs veco-align aligns before and after dwa [%(default)s]"
+    )
+    device: str = field(kw_only=True)
+    """``cpu`` or ``gpu`` (``--cpu``/``--gpu``)."""
+    fp16: bool = _flag(MACHINE, False, "mixed precision (GPU)")
+    jobs: int = field(kw_only=True)
+    """stages run side by side (``--jobs``; unset, it depends on the device and cores)."""
+    threads: int = _flag(MACHINE, 1, "OMP/MKL threads per job [%(default)s]")
+    workers: int = _flag(MACHINE, 2, "fairseq-preprocess workers [%(default)s]")
+    seed: int = _flag(MACHINE, 1, "seed of every stage [%(default)s]")
+    log_interval: int = _flag(MACHINE, 50, "fairseq-train --log-interval [%(default)s]")
+    force: bool = _flag(OTHER, False, "delete RUN and run every stage again")
+    data_only: bool = _flag(
+        OTHER,
+        False,
+        "stop after the corpus and data stages (RUN/data, RUN/nmt-bin; what "
+        "benchmarks/init_sweep.py builds on)",
+    )
+    num_decoder_layers: int = field(kw_only=True)
     """decoder depth that ``--decoder-layers`` gives (fine-tuning's ``--decoder-layers``)."""
     switches: Dict[str, bool] = field(default_factory=dict)
     """``--<run>/--no-<run>`` of the switchable pre-training runs: run -> on."""
@@ -175,6 +219,14 @@ class Config:
         return [row for row in rows if on[row.run]]
 
 
+# Flags that must be non-negative integers, checked in this order: the int fields.
+INTEGER_FLAGS: Tuple[str, ...] = tuple(
+    "--" + f.name.replace("_", "-")
+    for f in fields(Config)
+    if "group" in f.metadata and get_type_hints(Config)[f.name] is int
+)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse's own errors: one line, exit 1
         self.print_usage(sys.stderr)
@@ -194,6 +246,15 @@ def _switchable() -> List[Tuple[str, str]]:
     return out
 
 
+def _flags(group: "argparse._ArgumentGroup", *names: str) -> "argparse._ArgumentGroup":
+    """Add the :class:`Config` fields ``names`` (default: every field of the section
+    ``group``) to ``group`` as flags that read text (:func:`check` converts them)."""
+    if not names:
+        names = tuple(f.name for f in fields(Config) if f.metadata.get("group") == group.title)
+    add_config_flags(group, Config, names, text=True)
+    return group
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
@@ -204,137 +265,45 @@ def get_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g = p.add_argument_group("paths")
-    g.add_argument(
-        "--run-dir", default="runs/quickstart", help="everything goes here [%(default)s]"
-    )
-    g.add_argument("--user-dir", default=PACKAGE_DIR, help="fairseq --user-dir [%(default)s]")
-    g.add_argument(
-        "--python",
-        default="python",
-        help="Python with sentencepiece/sacrebleu/matplotlib [%(default)s]",
-    )
-    g = p.add_argument_group("corpus")
+    _flags(p.add_argument_group(PATHS))
+    g = p.add_argument_group(CORPUS)
     g.add_argument(
         "--text",
         default="",
         metavar="DIR",
         help="use DIR/{train,valid,test}.{src,tgt} (+ mono.*) instead of gettext",
     )
-    g.add_argument(
-        "--locale-dir",
-        default=DEFAULT_LOCALE_DIR,
-        help="gettext catalogs: the corpus, and the word list of rows that need one "
-        "[%(default)s]",
-    )
-    g.add_argument("--src", default="en", help="source language [%(default)s]")
-    g.add_argument("--tgt", default="de", help="target language [%(default)s]")
-    g.add_argument(
-        "--valid-size", default="500", help="held-out valid pairs (gettext) [%(default)s]"
-    )
-    g.add_argument(
-        "--test-size", default="1000", help="held-out test pairs (gettext) [%(default)s]"
-    )
-    g.add_argument(
-        "--max-train-pairs",
-        default="0",
-        help="keep the first N train pairs and mono lines, 0 = all [%(default)s]",
-    )
-    g.add_argument("--vocab-size", default="4000", help="joint sentencepiece pieces [%(default)s]")
-    g = p.add_argument_group("model")
-    g.add_argument(
-        "--arch",
-        default="tiny",
-        help="tiny|small|base|large: veco_SIZE, veco_transformer_SIZE [%(default)s]",
-    )
-    g.add_argument(
-        "--decoder-layers",
-        default="all",
-        help="veco-init-nmt --decoder-layers (all, last:N, first:N, list) [%(default)s]",
-    )
-    g.add_argument(
-        "--max-positions",
-        default="256",
-        help="pre-training (mono; bi gets N/2 a side) and NMT positions [%(default)s]",
-    )
-    g = p.add_argument_group("pre-training")
-    g.add_argument(
-        "--pretrain-updates", default="1000", help="updates of each pre-training [%(default)s]"
-    )
-    g.add_argument(
-        "--pretrain-max-tokens",
-        default="6144",
-        help="tokens per update (mono + bi sub-batch, TLM included) [%(default)s]",
-    )
-    g.add_argument("--pretrain-lr", default="2e-3", help="[%(default)s]")
-    g.add_argument("--pretrain-warmup", default="200", help="[%(default)s]")
+    _flags(g)
+    p.set_defaults(locale_dir=DEFAULT_LOCALE_DIR)  # read now, not when Config was made
+    _flags(p.add_argument_group(MODEL))
+    g = _flags(p.add_argument_group(PRETRAINING))
     for run, help_text in _switchable():
         g.add_argument(f"--{run}", dest=f"switch_{run}", action="store_true", default=True,
                        help=help_text)  # fmt: skip
         g.add_argument(f"--no-{run}", dest=f"switch_{run}", action="store_false",
                        help=f"skip the --{run} row")  # fmt: skip
-    g = p.add_argument_group("fine-tuning (identical for every initialization)")
-    g.add_argument("--finetune-updates", default="600", help="updates [%(default)s]")
-    g.add_argument("--max-tokens", default="4096", help="tokens per batch [%(default)s]")
-    g.add_argument("--finetune-lr", default="2e-3", help="[%(default)s]")
-    g.add_argument("--finetune-warmup", default="200", help="[%(default)s]")
-    g.add_argument(
-        "--eval-interval",
-        default="100",
-        help="checkpoint + valid loss + greedy valid BLEU every K updates [%(default)s]",
-    )
-    g = p.add_argument_group("evaluation")
-    g.add_argument(
-        "--average-last", default="3", help="average the last N checkpoints [%(default)s]"
-    )
-    g.add_argument("--beam", default="5", help="beam size on the test set [%(default)s]")
-    g.add_argument(
-        "--gen-max-tokens", default="8000", help="fairseq-generate --max-tokens [%(default)s]"
-    )
-    g.add_argument(
-        "--examples", default="5", help="translated test examples in the report [%(default)s]"
-    )
-    g = p.add_argument_group("word alignment (XLM-Align)")
-    g.add_argument(
-        "--dwa-updates",
-        default="300",
-        help="dwa updates from the ca_mlm checkpoint; 0: no alignment stages [%(default)s]",
-    )
-    g.add_argument(
-        "--align-pairs",
-        default="200",
-        help="test pairs veco-align aligns before and after dwa [%(default)s]",
-    )
-    g = p.add_argument_group("machine")
+    _flags(p.add_argument_group(FINETUNING))
+    _flags(p.add_argument_group(EVALUATION))
+    _flags(p.add_argument_group(ALIGNMENT))
+    g = p.add_argument_group(MACHINE)
     g.add_argument("--cpu", dest="device", action="store_const", const="cpu", default="cpu",
                    help="device [cpu]")  # fmt: skip
     g.add_argument("--gpu", dest="device", action="store_const", const="gpu",
                    help="device, and a GPU-sized run: veco_small, 10000 pre-training and "
                    "3000 fine-tuning updates (GPU_PRESET; later flags win)")  # fmt: skip
-    g.add_argument("--fp16", action="store_true", help="mixed precision (GPU)")
+    _flags(g, "fp16")
     g.add_argument(
         "--jobs", default=None, help="stages run side by side [2 on CPU with >= 2 cores, else 1]"
     )
-    g.add_argument("--threads", default="1", help="OMP/MKL threads per job [%(default)s]")
-    g.add_argument("--workers", default="2", help="fairseq-preprocess workers [%(default)s]")
-    g.add_argument("--seed", default="1", help="seed of every stage [%(default)s]")
-    g.add_argument(
-        "--log-interval", default="50", help="fairseq-train --log-interval [%(default)s]"
-    )
-    g = p.add_argument_group("other")
+    _flags(g, "threads", "workers", "seed", "log_interval")
+    g = p.add_argument_group(OTHER)
     g.add_argument(
         "--smoke",
         action="store_true",
         help="tiny everything, for tests: 2000 train pairs, 40 valid/test, vocab 1000, 20 "
         "pre-training and 20 fine-tuning updates (later flags win)",
     )
-    g.add_argument("--force", action="store_true", help="delete RUN and run every stage again")
-    g.add_argument(
-        "--data-only",
-        action="store_true",
-        help="stop after the corpus and data stages (RUN/data, RUN/nmt-bin; what "
-        "benchmarks/init_sweep.py builds on)",
-    )
+    _flags(g)
     g.add_argument("-h", "--help", action="help", help="this help")
     return p
 
@@ -419,26 +388,14 @@ def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shut
     if not which(args.python):
         raise QuickstartError(f"--python {args.python} not found")
     switches = {k[len("switch_") :]: v for k, v in vars(args).items() if k.startswith("switch_")}
+    flags = {f.name: getattr(args, f.name) for f in fields(Config) if "group" in f.metadata}
     cfg = Config(
-        run_dir=args.run_dir,
-        user_dir=args.user_dir,
-        python=args.python,
+        **{**flags, **ints},
         text=args.text,
-        locale_dir=args.locale_dir,
-        src=args.src,
-        tgt=args.tgt,
-        arch=args.arch,
-        decoder_layers=args.decoder_layers,
-        pretrain_lr=args.pretrain_lr,
-        finetune_lr=args.finetune_lr,
         device=args.device,
-        fp16=args.fp16,
         jobs=int(jobs),
-        force=args.force,
-        data_only=args.data_only,
         num_decoder_layers=depth,
         switches=switches,
-        **ints,
     )
     _check_word_list(cfg, which)
     return cfg
