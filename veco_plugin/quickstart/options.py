@@ -1,6 +1,7 @@
 """The quickstart's flags, the ``--smoke`` preset and their checks: argv -> :class:`Config`.
 
-The one conversion boundary: flags are parsed as text, checked in a fixed order (the first
+The one conversion boundary: flags (:class:`Config`'s fields, made into flags by fairseq's
+``gen_parser_from_dataclass``) are parsed as text, checked in a fixed order (the first
 problem ends the run with ``quickstart: error: ...``, exit status 1), then become a typed
 :class:`Config` that every stage reads. Pre-training runs that can be switched off get
 ``--<run>`` / ``--no-<run>`` from the table of objectives (``--xlm/--no-xlm``); a row
@@ -256,6 +257,10 @@ def _flags(group: "argparse._ArgumentGroup", *names: str) -> "argparse._Argument
 
 
 def get_parser() -> argparse.ArgumentParser:
+    """:class:`Config`'s fields as flags, by section, and the flags that are not one field
+    each: ``--text DIR`` (fairseq's generator sets no metavar), ``--cpu``/``--gpu`` (two
+    constants of ``device``), ``--jobs`` (unset, :func:`check` picks it from the device
+    and the cores), ``--smoke`` and the table's ``--<run>``/``--no-<run>``."""
     p = _Parser(
         prog=PROG,
         usage="python -m veco_plugin.quickstart [flags]  (or: bash scripts/quickstart.sh)",
