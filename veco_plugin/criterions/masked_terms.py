@@ -3,7 +3,7 @@
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Type
 
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion
@@ -40,6 +40,11 @@ def _weight_flags(cfg: Any) -> Dict[str, float]:
     return {
         "--" + n.replace("_", "-"): getattr(cfg, n) for n in names if str(n).endswith("_weight")
     }
+
+
+def weighted_families(weights: Mapping[str, float]) -> List[Type[VecoTerm]]:
+    """The term families (``TERM_FAMILIES``, in order) with a key of non-zero weight."""
+    return [f for f in TERM_FAMILIES if any(weights.get(key, 0.0) for key in f.keys)]
 
 
 def refuse_idle_parameters(cfg: DdpSettings, who: str, idle: str) -> None:
@@ -82,10 +87,10 @@ class MaskedTermsCriterion(FairseqCriterion):
     on its own (loss in bits per predicted token, and accuracy). Built from the
     criterion's dataclass config (``cfg``), as fairseq-train builds it.
 
-    ``extensions`` (model parts its terms need; the task builds them into the model),
-    ``needs_warm_start`` (the task warns when training starts from random weights) and
-    ``reads_links`` (its weighted terms that read word alignments: the task refuses
-    bitext without them) follow from the recipe.
+    ``extensions`` (model parts its terms need: ``fit_model`` builds them into the model
+    to train, from the model's own args), ``needs_warm_start`` (the task warns when
+    training starts from random weights) and ``reads_links`` (its weighted terms that
+    read word alignments: the task refuses bitext without them) follow from the recipe.
 
     Refused when built, in one line naming the flag: a weight that is not a finite
     number >= 0, every weight 0, a setting a term's equations forbid
@@ -108,9 +113,7 @@ class MaskedTermsCriterion(FairseqCriterion):
             family.check_settings(cfg, self.weights)
         self._check_data(cfg, task)
         self.terms: List[VecoTerm] = [
-            family(cfg, task, self.weights)
-            for family in TERM_FAMILIES
-            if any(self.weights.get(key, 0.0) for key in family.keys)
+            family(cfg, task, self.weights) for family in weighted_families(self.weights)
         ]
         self.extensions = tuple(e for term in self.terms for e in term.extensions)
         self.needs_warm_start = any(term.warm_start for term in self.terms)
@@ -165,13 +168,27 @@ class MaskedTermsCriterion(FairseqCriterion):
         """Every term the objective can produce -> its weight in the loss."""
         raise NotImplementedError
 
-    def extend_model(self, model) -> None:
-        """Check the model against the terms (``VecoTerm.check_model``), then build the
-        model parts they need (before the optimizer)."""
-        for term in self.terms:
-            term.check_model(inner_model(model))
-        for name in self.extensions:
+    @classmethod
+    def fit_model(cls, cfg: Any, model: Any) -> None:
+        """Check ``model`` (a ``VecoModel``, or one wrapped for data parallelism) against
+        the recipe's weighted terms (``VecoTerm.check_model``), then build the parts they
+        need (``VecoModel.build_extension``; a part the model has is kept).
+
+        ``cfg``: the criterion's settings, or fairseq's whole namespace of a command that
+        chose this criterion (a legacy model's args): ``VecoModel.fit_objective`` calls
+        this with the model's own args, before the criterion, the optimizer and the
+        data-parallel wrappers exist."""
+        families = weighted_families(cls.term_weights(cfg))
+        model = inner_model(model)
+        for family in families:
+            family.check_model(cfg, model)
+        for name in (e for family in families for e in family.extensions):
             model.build_extension(name)
+
+    def extend_model(self, model) -> None:
+        """``fit_model`` with this criterion's settings, for a model built without them
+        (a model built from other args than the criterion's)."""
+        self.fit_model(self.cfg, model)
 
     def forward(self, model, sample, reduce=True):
         for term in self.terms:

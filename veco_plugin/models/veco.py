@@ -11,6 +11,7 @@ from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta import RobertaEncoder, RobertaModel
 from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
@@ -215,11 +216,26 @@ class VecoModel(RobertaModel):
     def cross_attention_parameters(self):
         return self.sentence_encoder.cross_attention_parameters()
 
+    def fit_objective(self) -> None:
+        """Build the parts the objective named in this model's args needs, after checking
+        the model against its terms: ``--criterion`` (``args.criterion``; its settings are
+        in ``args`` too, fairseq's whole namespace) is looked up in fairseq's criterion
+        registry, and a criterion with a ``fit_model`` (every term recipe,
+        ``MaskedTermsCriterion``) says which (``VecoTerm.extensions``); others need none.
+
+        ``veco_pretraining`` calls it when it builds a model to train (not one read from
+        a checkpoint by a tool), before the criterion, the optimizer and the
+        data-parallel wrappers exist."""
+        criterion = CRITERION_REGISTRY.get(safe_getattr(self.args, "criterion", None))
+        fit = getattr(criterion, "fit_model", None)
+        if fit is not None:
+            fit(self.args, self)
+
     def build_extension(self, name: str) -> None:
         """Add a part some objectives need, as fairseq's RoBERTa adds classification
         heads (``<name>.*`` in the state dict; a no-op when present): ``pointer``,
         XLM-Align's pointer network (``bi_dwa``), or ``exchange``, WEAM's eqs. 6-7
-        (``bi_cp``)."""
+        (``bi_cp``). ``fit_objective`` builds those of the model's objective."""
         if getattr(self, name) is None:
             module = EXTENSIONS[name](self.args.encoder_embed_dim)
             module.apply(init_bert_params)
@@ -233,7 +249,8 @@ class VecoModel(RobertaModel):
         """RoBERTa's upgrade, then the extensions: a state without one (a
         ``ca_mlm``/``tlm``/XLM-R checkpoint starting ``dwa``) keeps this model's fresh
         one; a model without one drops the state's (a ``dwa`` checkpoint read by
-        another objective)."""
+        another objective, or by a tool: ``fit_objective`` builds parts for training
+        only)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         for extension in EXTENSIONS:

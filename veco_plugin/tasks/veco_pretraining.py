@@ -267,7 +267,6 @@ class VecoPretrainingTask(FairseqTask):
         self.bi_pairs = _split_list(cfg.bi_pairs)
         self.shards = utils.split_paths(cfg.data)  # DATA, or DATA/shard0:DATA/shard1:...
         self._shards_checked = False
-        self._model = None  # the last model built: build_criterion extends it
         self._warm_start = False  # the criterion's terms fail from random weights
         self._reads_links: Tuple[str, ...] = ()  # the criterion's terms reading word links
 
@@ -456,26 +455,28 @@ class VecoPretrainingTask(FairseqTask):
     # --- model and schedule -----------------------------------------------------------
 
     def build_model(self, cfg, from_checkpoint=False):
+        """The model; one to train (not ``from_checkpoint``: a tool reading a checkpoint)
+        gets ``--pretrained-xlmr``'s weights, then the parts its objective needs
+        (XLM-Align's pointer network, WEAM's exchange head: ``VecoModel.fit_objective``,
+        from the model's args). fairseq-train builds the model, then the criterion,
+        then the optimizer, and loads checkpoints into it."""
         model = super().build_model(cfg, from_checkpoint)
-        if self.cfg.pretrained_xlmr and not from_checkpoint:
+        if from_checkpoint:
+            return model
+        if self.cfg.pretrained_xlmr:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
                 raise VecoUserError(f"--pretrained-xlmr {path}: no such file")
             state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
-        self._model = model
+        model.fit_objective()
         return model
 
     def build_criterion(self, cfg, from_checkpoint=False):
-        """The criterion, and the model parts its terms need (XLM-Align's pointer
-        network, WEAM's exchange head) added to the model this task built: fairseq-train
-        builds the model, then the criterion, then the optimizer and loads checkpoints."""
         criterion = super().build_criterion(cfg, from_checkpoint)
         check_cross_attention_schedule(self.cfg, criterion)
         self._warm_start = getattr(criterion, "needs_warm_start", False)
         self._reads_links = getattr(criterion, "reads_links", ())
-        if self._model is not None and hasattr(criterion, "extend_model"):
-            criterion.extend_model(self._model)
         return criterion
 
     def begin_epoch(self, epoch, model):

@@ -31,7 +31,7 @@ class VecoTerm:
     refuses data without them when it loads a split).
 
     Before any of this, when the criterion is built, ``check_settings`` refuses what the
-    family's equations forbid and ``check_model`` (when the task extends the model)
+    family's equations forbid, and when the model to train is built, ``check_model``
     what the model cannot run: one line naming the flag, before the first update."""
 
     keys: Tuple[str, ...] = ()
@@ -54,8 +54,10 @@ class VecoTerm:
         whatever its weight; ``cfg`` may lack the family's settings (read them with
         ``getattr(cfg, name, None)``). ``weights``: the recipe."""
 
-    def check_model(self, model: Any) -> None:
-        """Refuse a ``model`` (the bare ``VecoModel``) this family cannot run on."""
+    @staticmethod
+    def check_model(cfg: Any, model: Any) -> None:
+        """Refuse (``VecoUserError``) a ``model`` (the bare ``VecoModel``) this family
+        cannot run on with the settings ``cfg`` (as for ``check_settings``)."""
 
     def prepare(self, model: Any) -> None:
         """Called with the (wrapped) model before each step's requests."""

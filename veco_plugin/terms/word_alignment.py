@@ -56,6 +56,18 @@ class DwaSettings(FairseqDataclass):
     filter_alpha: float = field(default=0.9, metadata={"help": "discount α of eq. 9 (Table 11)"})
 
 
+def dwa_layers(cfg, model_layers: int) -> Dict[str, int]:
+    """``--label-layer`` and ``--dwa-layer`` of ``cfg`` (defaults: the table's label
+    layer, the last) for a model of ``model_layers`` layers; refused outside 1..L."""
+    label, dwa = cfg.label_layer, cfg.dwa_layer
+    label = default_layer("label", model_layers) if label is None else label
+    dwa = model_layers if dwa is None else dwa
+    for flag, value in (("--label-layer", label), ("--dwa-layer", dwa)):
+        if not 1 <= value <= model_layers:
+            raise VecoUserError(f"{flag} {value}: the model has layers 1..{model_layers}")
+    return {"label": label, "dwa": dwa}
+
+
 class DenoisingAlignmentTerm(VecoTerm):
     """``bi_dwa`` (both directions). Also logged: ``dwa_label_share`` (% of the
     bilingual masked tokens that received a label) and ``dwa_links_per_pair``
@@ -67,7 +79,7 @@ class DenoisingAlignmentTerm(VecoTerm):
 
     def __init__(self, cfg, task, weights):
         super().__init__(cfg, task, weights)
-        self.layers: Dict[str, int] = {}  # resolved with the model (check_model)
+        self.layers: Dict[str, int] = {}  # resolved with the model (prepare)
 
     @staticmethod
     def check_settings(cfg, weights):
@@ -97,18 +109,13 @@ class DenoisingAlignmentTerm(VecoTerm):
             "down the cells beside a link, never up or below 0",
         )
 
-    def check_model(self, model):
-        self.layers = self.resolve_layers(len(model.sentence_encoder.layers))
+    @staticmethod
+    def check_model(cfg, model):
+        dwa_layers(cfg, len(model.sentence_encoder.layers))
 
     def resolve_layers(self, model_layers: int) -> Dict[str, int]:
         """The self-labelling and DWA layers for a model of ``model_layers`` layers."""
-        label, dwa = self.cfg.label_layer, self.cfg.dwa_layer
-        label = default_layer("label", model_layers) if label is None else label
-        dwa = model_layers if dwa is None else dwa
-        for flag, value in (("--label-layer", label), ("--dwa-layer", dwa)):
-            if not 1 <= value <= model_layers:
-                raise VecoUserError(f"{flag} {value}: the model has layers 1..{model_layers}")
-        return {"label": label, "dwa": dwa}
+        return dwa_layers(self.cfg, model_layers)
 
     def prepare(self, model):
         if not self.layers:
