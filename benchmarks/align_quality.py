@@ -337,13 +337,14 @@ def score(gold: Dict[str, object], lines: List[str], pred_path: str) -> Dict[str
 def evaluate(
     a, checkpoints: Dict[str, str], data: str, gold: Dict[str, object], work: str
 ) -> Dict[str, Dict[str, Dict[str, float]]]:
-    from veco_plugin.alignment.aligner import align_pairs, load_model, word_pieces
+    from veco_plugin.alignment.aligner import align_pairs, word_pieces
+    from veco_plugin.checkpoints.encoder import load_encoder
 
     src, tgt = read_text(gold["paths"]["en"]), read_text(gold["paths"]["de"])
     pieces = word_pieces(spm_model=os.path.join(data, "spm.model"))
     results = {"diagonal": {"-": score(gold, diagonal(src, tgt), os.path.join(work, "pred.diag"))}}
     for name, ckpt in checkpoints.items():
-        model, dictionary = load_model(ckpt, os.path.join(data, "dict.txt"))
+        model, dictionary = load_encoder(ckpt, os.path.join(data, "dict.txt"))
         results[name] = {}
         for method in a.methods.split(","):
             lines = align_pairs(

@@ -10,7 +10,7 @@ The variants run in interleaved rounds (machine noise hits all alike) and each
 figure is the median over rounds.
 
 * ``veco-align``: ``veco_plugin.alignment.aligner.align_pairs`` on a ``veco``
-  checkpoint written to disk and read back with ``load_model`` (as the console script
+  checkpoint written to disk and read back with ``load_encoder`` (as the console script
   does), methods ``ot`` (XLM-Align §3.1) and ``argmax``; batched pairs, one
   concatenated ``<s> x </s> <s> y </s>`` sequence per pair.
 * SimAlign (``simalign.SentenceAligner``, PyPI ``simalign``): a Hugging Face
@@ -159,7 +159,7 @@ def train_sentencepiece(corpus: str, out: str, vocab: int) -> Tuple[str, str]:
 
 def write_veco_checkpoint(a, data_dir: str, path: str) -> None:
     """A ``veco`` model with random weights as a fairseq checkpoint (cfg + model) that
-    ``veco_plugin.alignment.aligner.load_model`` reads like a trained one."""
+    ``veco_plugin.checkpoints.encoder.load_encoder`` reads like a trained one."""
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from omegaconf import OmegaConf
@@ -290,9 +290,10 @@ class Aligner:
 def veco_aligners(
     a, ckpt: str, dict_path: str, spm_model: str, src: List[str], tgt: List[str], layer: int
 ) -> List[Aligner]:
-    from veco_plugin.alignment.aligner import align_pairs, encode_pairs, load_model, word_pieces
+    from veco_plugin.alignment.aligner import align_pairs, encode_pairs, word_pieces
+    from veco_plugin.checkpoints.encoder import load_encoder
 
-    model, dictionary = load_model(ckpt, dict_path)
+    model, dictionary = load_encoder(ckpt, dict_path)
     pieces = word_pieces(spm_model=spm_model)
     encoded, _ = encode_pairs(src, tgt, pieces, dictionary, int(model.max_positions()))
     per_pair = statistics.mean(len(x.ids) + len(y.ids) for x, y in encoded)
@@ -426,9 +427,9 @@ def main(argv=None):
     from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=USER_DIR))
-    from veco_plugin.alignment.aligner import default_layer
+    from veco_plugin.models.layer_spec import default_layer
 
-    layer = default_layer(a.layers) if a.layer is None else a.layer
+    layer = default_layer("align", a.layers) if a.layer is None else a.layer
     peers = [p for p in a.peers.split(",") if p]
     wall = time.perf_counter()
     work = a.workdir or tempfile.mkdtemp(prefix="align-speed-")

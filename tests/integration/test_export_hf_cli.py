@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.helpers.runner import REPO, RESET, pretrain_args, roberta_checkpoint, run
-from veco_plugin.alignment.aligner import load_model
+from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.corpora.subwords import spm_encoder
 from veco_plugin.evaluation.aer import read_lines
 from veco_plugin.evaluation.retrieval import pad_batch, sentence_ids
@@ -32,7 +32,7 @@ def _fairseq_ids(pretrain_data, dictionary, lines):
 
 
 def _compare(fairseq_path, hf_dir, dict_path, pretrain_data):
-    model, dictionary = load_model(str(fairseq_path), dict_path)
+    model, dictionary = load_encoder(str(fairseq_path), dict_path)
     ids = _fairseq_ids(pretrain_data, dictionary, _sentences())
     tokens = pad_batch(ids, dictionary.pad())  # (B, T), right-padded
     real = tokens.ne(dictionary.pad())

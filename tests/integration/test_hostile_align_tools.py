@@ -27,7 +27,8 @@ import torch
 
 from tests.helpers.refusals import refused
 from tests.helpers.runner import BIN, REPO, env, run
-from veco_plugin.alignment.aligner import align_pairs, load_model
+from veco_plugin.alignment.aligner import align_pairs
+from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.cli import aer, align, retrieve
 from veco_plugin.errors import VecoUserError
 
@@ -356,7 +357,7 @@ def test_a_dictionary_of_other_pieces_is_one_warning(prog, p, capsys, monkeypatc
 def test_align_pairs_names_the_number_it_refuses(p):
     """The library call (the benchmarks' entry) names the flag and value, as the CLI does
     (was '--batch-size and --max-tokens must be positive' for either)."""
-    model, dictionary = load_model(p["ckpt"], p["dict_txt"])
+    model, dictionary = load_encoder(p["ckpt"], p["dict_txt"])
     for kwargs, says in (
         ({"batch_size": 0}, "--batch-size 0"),
         ({"max_tokens": -1}, "--max-tokens -1"),

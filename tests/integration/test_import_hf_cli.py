@@ -14,7 +14,7 @@ import torch
 from tests.helpers.hf_xlmr import TEXT, hf_dir, xlmr_spm
 from tests.helpers.runner import BIN, REPO, env, run
 from tests.helpers.toy import build
-from veco_plugin.alignment.aligner import load_model
+from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.models.veco import load_xlmr_into_veco
 
 pytest.importorskip("transformers")
@@ -97,7 +97,7 @@ def test_the_plugins_commands_take_it(imported, tmp_path):
     run("veco-init-nmt", ["--pretrained", model_pt, "--output", nmt])
     assert nmt.is_file()
     # --pretrained-xlmr: what veco_pretraining's build_model does with the file
-    fairseq_model, dictionary = load_model(str(model_pt))
+    fairseq_model, dictionary = load_encoder(str(model_pt))
     veco = build("veco_tiny", dictionary, seed=1)
     state = torch.load(model_pt, weights_only=True)["model"]
     load_xlmr_into_veco(veco, state, f"--pretrained-xlmr {model_pt}")

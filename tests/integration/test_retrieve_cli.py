@@ -10,7 +10,7 @@ import torch
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from tests.helpers.runner import REPO, run
-from veco_plugin.alignment.aligner import load_model
+from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
 
@@ -27,7 +27,7 @@ def held_out(pretrain_text):
 def random_init(pretrain_data, cold_start, tmp_path_factory):
     """The cold-start checkpoint with every weight re-drawn as fairseq initializes a veco
     model (``init_bert_params``): same architecture, configuration and dictionary."""
-    model, _ = load_model(str(cold_start), f"{pretrain_data}/dict.txt")
+    model, _ = load_encoder(str(cold_start), f"{pretrain_data}/dict.txt")
     torch.manual_seed(0)
     model.apply(init_bert_params)
     state = load_trusted(str(cold_start))

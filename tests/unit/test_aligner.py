@@ -14,19 +14,17 @@ from veco_plugin.alignment.aligner import (
     _batches,
     align_pairs,
     collate,
-    default_layer,
     encode_pairs,
     encode_sentence,
-    find_dictionary,
     fit_pair,
-    layer_states,
     links_from_hidden,
-    load_model,
-    resolve_layer,
     word_pieces,
 )
+from veco_plugin.checkpoints.encoder import find_dictionary, load_encoder
 from veco_plugin.cli.align import cli_main
 from veco_plugin.errors import VecoUserError
+from veco_plugin.models.features import layer_states, resolve_layer
+from veco_plugin.models.layer_spec import default_layer
 from veco_plugin.modules.pair_layout import word_positions
 
 
@@ -172,23 +170,23 @@ def test_long_pairs_are_truncated_with_a_warning(toy, caplog):
 
 
 def test_layers():
-    assert [default_layer(n) for n in (1, 2, 6, 12, 24)] == [1, 1, 4, 8, 16]
+    assert [default_layer("align", n) for n in (1, 2, 6, 12, 24)] == [1, 1, 4, 8, 16]
     d = toy_dictionary()
     model = build("veco_tiny", d)  # 2 layers
-    assert resolve_layer(model, None) == 1 and resolve_layer(model, 0) == 0
+    assert resolve_layer(model, None, "align") == 1 and resolve_layer(model, 0, "align") == 0
     with pytest.raises(VecoUserError, match="--layer 3: the model has layers 0..2"):
-        resolve_layer(model, 3)
+        resolve_layer(model, 3, "align")
 
 
 def test_user_errors_name_the_flag(tmp_path):
     text = tmp_path / "not-a-checkpoint.pt"
     text.write_text("hello\n")
     with pytest.raises(VecoUserError, match="--path .*missing.pt: no such file"):
-        load_model(str(tmp_path / "missing.pt"))
+        load_encoder(str(tmp_path / "missing.pt"))
     with pytest.raises(VecoUserError, match="is a directory"):
-        load_model(str(tmp_path))
+        load_encoder(str(tmp_path))
     with pytest.raises(VecoUserError, match=f"--path {text}: not a .*checkpoint"):
-        load_model(str(text))
+        load_encoder(str(text))
     with pytest.raises(VecoUserError, match="--spm-model MODEL .* or --bpe-codes"):
         word_pieces(checkpoint=str(text))
     with pytest.raises(VecoUserError, match="--spm-model .*: no such file"):
@@ -256,9 +254,21 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert line.startswith("veco-align: error: --spm-model"), line
 
 
-def test_layer_states_stop_early_and_equal_robertas_inner_states():
+@pytest.mark.parametrize(
+    "arch,sizes",
+    [
+        ("veco_tiny", {}),
+        # fairseq's own RoBERTa encoder: the tools read released XLM-R checkpoints through
+        # the same layer loop as veco's
+        (
+            "roberta_base",
+            dict(encoder_embed_dim=64, encoder_ffn_embed_dim=128, encoder_attention_heads=4),
+        ),
+    ],
+)
+def test_layer_states_stop_early_and_equal_robertas_inner_states(arch, sizes):
     d = toy_dictionary()
-    model = build("veco_tiny", d, seed=3, encoder_layers=3).eval()
+    model = build(arch, d, seed=3, encoder_layers=3, **sizes).eval()
     tokens = random_tokens(d, 4, 9, seed=2, pad_tail=3)
     with torch.no_grad():
         _, extra = model(tokens, features_only=True, return_all_hiddens=True)

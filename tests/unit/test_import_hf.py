@@ -124,12 +124,12 @@ def _tensors(directory):
 def test_import_then_export_gives_the_tensors_back(spm_model, tmp_path):
     """Bit-equal, every tensor (token types zero as in every converted XLM-R), and the
     exported tokenizer gives the same ids as the original's."""
-    from veco_plugin.alignment.aligner import load_model
+    from veco_plugin.checkpoints.encoder import load_encoder
     from veco_plugin.export.hf import export_model
 
     hf_dir(tmp_path / "hf", "XLMRobertaForMaskedLM", spm_model, zero_types=True)
     import_model(str(tmp_path / "hf"), str(tmp_path / "out"))
-    model, d = load_model(str(tmp_path / "out" / "model.pt"))
+    model, d = load_encoder(str(tmp_path / "out" / "model.pt"))
     export_model(
         model, d, str(tmp_path / "out" / "sentencepiece.bpe.model"), str(tmp_path / "back")
     )

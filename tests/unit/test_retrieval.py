@@ -6,9 +6,10 @@ import torch
 import torch.nn.functional as F
 
 from tests.helpers.toy import build, toy_dictionary
-from veco_plugin.alignment.aligner import layer_states
 from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation import retrieval as R
+from veco_plugin.models.features import layer_states, resolve_layer
+from veco_plugin.models.layer_spec import default_layer
 
 
 def _pairs(n: int, dim: int = 16, noise: float = 0.8, seed: int = 0):
@@ -90,11 +91,11 @@ def test_sentence_ids_and_layers():
     assert cut == 1
     assert ids[0] == [d.bos(), d.index("w1"), d.index("w2"), d.index("w3"), d.eos()]
     assert ids[1] == [d.bos(), d.eos()] and len(ids[2]) == 6 and ids[2][-1] == d.eos()
-    assert [R.default_layer(n) for n in (1, 2, 6, 12, 24)] == [1, 1, 4, 7, 14]
+    assert [default_layer("retrieve", n) for n in (1, 2, 6, 12, 24)] == [1, 1, 4, 7, 14]
     model = build("veco_tiny", toy_dictionary())
-    assert R.resolve_layer(model, None) == 1
+    assert resolve_layer(model, None, "retrieve") == 1
     with pytest.raises(VecoUserError, match=r"--layer 3: the model has layers 0..2"):
-        R.resolve_layer(model, 3)
+        resolve_layer(model, 3, "retrieve")
 
 
 def test_batched_embedding_equals_one_sentence_at_a_time():

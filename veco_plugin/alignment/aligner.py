@@ -22,27 +22,21 @@ Pieces are encoded per sentence in Python; everything from the forward to the wo
 on whole batches of pairs, sorted by length and restored to input order.
 """
 
-import contextlib
 import logging
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
-from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
-from fairseq.dataclass.utils import overwrite_args_by_name
-from fairseq.models import ARCH_MODEL_NAME_REGISTRY, MODEL_REGISTRY
 from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
-from ..checkpoints.config import cfg_value
-from ..checkpoints.load_errors import describe
+from ..checkpoints.encoder import load_spm_model, spm_model_beside
 from ..errors import VecoUserError
-from ..models import layer_spec
+from ..models.features import layer_states, resolve_layer
 from ..modules.pair_layout import split_pair
 from .filtering import argmax_links, itermax, self_label
 from .sinkhorn import similarity
@@ -52,15 +46,6 @@ logger = logging.getLogger(__name__)
 
 METHODS = ("ot", "argmax", "itermax")
 
-# the tasks whose checkpoints hold a pre-trained encoder (veco, RoBERTa, XLM-R)
-ENCODER_TASKS = ("veco_pretraining", "masked_lm", "multilingual_masked_lm")
-
-# the dictionary file a fairseq task reads from its data directory
-DICT_NAME = "dict.txt"
-
-# sentencepiece models that sit next to a checkpoint: the released XLM-R layout, then ours
-SPM_NAMES = ("sentencepiece.bpe.model", "spm.model")
-
 # ``<s> x </s> <s> y </s>``: four specials per pair
 SPECIALS_PER_PAIR = 4
 MIN_LENGTH_SHARE = 0.9  # a batch holds pairs of at least this share of its longest
@@ -68,190 +53,9 @@ MIN_LENGTH_SHARE = 0.9  # a batch holds pairs of at least this share of its long
 PieceFn = Callable[[str], List[str]]
 
 
-# --- loading --------------------------------------------------------------------------
-
-
-def _recorded_data_dir(state: Dict) -> Optional[str]:
-    """The (first) data directory the checkpoint's task was trained with, if recorded."""
-    for cfg in (state.get("args"), cfg_value(state.get("cfg"), "task")):
-        data = cfg_value(cfg, "data")
-        if data:
-            return str(data).split(os.pathsep)[0]
-    return None
-
-
-def find_dictionary(path: str, state: Dict, dict_path: Optional[str] = None) -> str:
-    """The ``dict.txt`` of a checkpoint: ``dict_path`` (``--dict``) if given, else the one next
-    to the checkpoint (the released XLM-R layout), else the one in the data directory recorded
-    in the checkpoint."""
-    if dict_path is not None:
-        if os.path.isdir(dict_path):
-            raise VecoUserError(
-                f"--dict {dict_path} is a directory: name the dictionary file, e.g. "
-                f"{os.path.join(dict_path, DICT_NAME)}"
-            )
-        if not os.path.isfile(dict_path):
-            raise VecoUserError(f"--dict {dict_path}: no such file")
-        return dict_path
-    candidates = [os.path.join(os.path.dirname(os.path.abspath(path)), DICT_NAME)]
-    recorded = _recorded_data_dir(state)
-    if recorded:
-        candidates.append(os.path.join(recorded, DICT_NAME))
-    for candidate in candidates:
-        if os.path.isfile(candidate):
-            return candidate
-    raise VecoUserError(
-        f"--path {path}: no dictionary found (looked for {' and '.join(candidates)}): "
-        "pass the dict.txt the model was trained with as --dict"
-    )
-
-
-@contextlib.contextmanager
-def _data_dir_holding(dict_file: str) -> Iterator[str]:
-    """A directory in which the task finds ``dict_file`` as ``dict.txt``: its own directory
-    when it has that name, else a temporary one with a symbolic link."""
-    if os.path.basename(dict_file) == DICT_NAME:
-        yield os.path.dirname(os.path.abspath(dict_file))
-        return
-    with tempfile.TemporaryDirectory(prefix="veco-align-") as tmp:
-        os.symlink(os.path.abspath(dict_file), os.path.join(tmp, DICT_NAME))
-        yield tmp
-
-
-def check_checkpoint_path(path: str) -> None:
-    """Fail early, before anything slow, on a ``--path`` that is missing or a directory."""
-    if not os.path.exists(path):
-        raise VecoUserError(f"--path {path}: no such file")
-    if os.path.isdir(path):
-        found = sorted(f for f in os.listdir(path) if f.endswith(".pt"))
-        hint = f" (it holds {', '.join(found[:4])})" if found else ""
-        raise VecoUserError(
-            f"--path {path} is a directory{hint}: give the checkpoint file, e.g. "
-            f"{os.path.join(path, found[0] if found else 'checkpoint_best.pt')}"
-        )
-
-
-# what every refusal of an unreadable --path ends with
-_CHECKPOINT_FIX = (
-    "give a complete fairseq checkpoint (fairseq-train's checkpoint_best.pt, or the released "
-    "XLM-R model.pt)"
-)
-
-
-def _read_checkpoint(path: str) -> Dict:
-    check_checkpoint_path(path)
-    try:
-        state = checkpoint_utils.load_checkpoint_to_cpu(path)
-    except VecoUserError as exc:  # the plugin's own diagnosis (veco_plugin.checkpoints.load_errors)
-        message = str(exc) if str(exc).startswith("--path") else f"--path {exc}"
-        raise VecoUserError(f"{message}: {_CHECKPOINT_FIX}") from None
-    except Exception as exc:  # not a torch file, truncated, or pickled by other code
-        raise VecoUserError(
-            f"--path {path}: not a readable fairseq checkpoint ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}): {_CHECKPOINT_FIX}"
-        ) from None
-    if not isinstance(state, dict) or "model" not in state:
-        raise VecoUserError(
-            f"--path {path}: not a fairseq checkpoint (no 'model' entry): {_CHECKPOINT_FIX}"
-        )
-    if state.get("args") is None and state.get("cfg") is None:
-        raise VecoUserError(
-            f"--path {path}: the checkpoint records no configuration (cfg/args): "
-            f"{_CHECKPOINT_FIX}"
-        )
-    _refuse_other_models(path, state)
-    return state
-
-
-def _refuse_other_models(path: str, state: Dict) -> None:
-    """Refuse, before its task is set up, a checkpoint that holds no pre-trained encoder (a
-    translation model from ``veco-init-nmt`` or fairseq-train, a fine-tuned classifier):
-    its task would ask for files and flags these commands do not have."""
-    arch, task = describe(state)
-    model_class = MODEL_REGISTRY.get(ARCH_MODEL_NAME_REGISTRY.get(arch, arch))
-    encoder = model_class is None or issubclass(model_class, RobertaModel)
-    if encoder and task in (*ENCODER_TASKS, "?"):
-        return  # a pre-trained encoder, or a checkpoint that does not say: fairseq decides
-    made_from = ((state.get("extra_state") or {}).get("veco_init_nmt") or {}).get("pretrained")
-    if made_from:
-        fix = f"give the pre-training checkpoint veco-init-nmt made it from, {made_from}"
-    else:
-        fix = (
-            "give the pre-training checkpoint it was initialized from (fairseq-train --task "
-            "veco_pretraining, or a fairseq RoBERTa/XLM-R model.pt)"
-        )
-    kind = "translation" if "translation" in task else "fine-tuned"
-    raise VecoUserError(
-        f"--path {path} holds a {kind} model ({arch}, --task {task}), not a pre-trained "
-        f"encoder: {fix}"
-    )
-
-
-def _embedding_rows(state: Dict) -> Optional[int]:
-    for key, value in state["model"].items():
-        if key.endswith("sentence_encoder.embed_tokens.weight"):
-            return int(value.shape[0])
-    return None
-
-
-def load_model(
-    path: str,
-    dict_path: Optional[str] = None,
-    device: Optional[torch.device] = None,
-    dtype: torch.dtype = torch.float32,
-) -> Tuple[RobertaModel, Dictionary]:
-    """Load a ``veco`` (``veco_pretraining``) or fairseq RoBERTa/XLM-R (``masked_lm``)
-    checkpoint for feature extraction: eval mode, on ``device`` in ``dtype``.
-
-    The task is set up from the checkpoint's own configuration with its data directory
-    replaced by one holding the dictionary (:func:`find_dictionary`); the veco task and
-    fairseq's ``masked_lm`` only read ``dict.txt`` when set up.
-
-    Returns:
-        the model and its dictionary (``<mask>`` included, as in training).
-    """
-    state = _read_checkpoint(path)
-    dict_file = find_dictionary(path, state, dict_path)
-    with _data_dir_holding(dict_file) as data_dir:
-        if state.get("args") is not None:  # legacy checkpoints (the released XLM-R)
-            state["args"].data = data_dir
-        if state.get("cfg") is not None:
-            overwrite_args_by_name(state["cfg"], {"data": data_dir})
-        try:
-            models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
-        except VecoUserError as exc:  # the dictionary's own refusal names our link to it
-            message = str(exc).replace(os.path.join(data_dir, DICT_NAME), dict_file)
-            flag = "--dict " if dict_path is not None and message.startswith(dict_file) else ""
-            raise VecoUserError(f"{flag}{message}") from None
-        except RuntimeError as exc:
-            if "size mismatch" not in str(exc) or "embed_tokens" not in str(exc):
-                raise
-            flag = "--dict " if dict_path is not None else ""
-            raise VecoUserError(
-                f"{flag}{dict_file}: the dictionary does not fit the checkpoint's embeddings "
-                f"({_embedding_rows(state)} rows): pass the dict.txt the model was trained "
-                "with as --dict"
-            ) from None
-    model = models[0]
-    if not isinstance(model, RobertaModel):
-        raise VecoUserError(
-            f"--path {path}: a {type(model).__name__} checkpoint, not an encoder: give a veco "
-            "or fairseq RoBERTa/XLM-R checkpoint"
-        )
-    model.eval()
-    model.to(device=device or torch.device("cpu"), dtype=dtype)
-    return model, task.source_dictionary
-
-
 def sentencepiece_pieces(model_path: str) -> PieceFn:
     """``word -> pieces`` of a sentencepiece model (``--spm-model``)."""
-    import sentencepiece as spm
-
-    check_spm_model(model_path)
-    try:
-        processor = spm.SentencePieceProcessor(model_file=model_path)
-    except (OSError, RuntimeError) as exc:
-        raise VecoUserError(not_a_spm_model(model_path, exc)) from None
+    processor = load_spm_model(model_path)
     return lambda word: processor.encode(word, out_type=str)
 
 
@@ -269,48 +73,6 @@ def fastbpe_pieces(codes_path: str) -> PieceFn:
             "scripts/install-fastbpe.sh (or use --spm-model)"
         ) from None
     return lambda word: bpe.encode(word).split()
-
-
-def spm_model_beside(checkpoint: str) -> Optional[str]:
-    """A sentencepiece model next to ``checkpoint`` (``SPM_NAMES``), or None."""
-    directory = os.path.dirname(os.path.abspath(checkpoint))
-    found = [os.path.join(directory, n) for n in SPM_NAMES]
-    return next((f for f in found if os.path.isfile(f)), None)
-
-
-def not_a_spm_model(model_path: str, exc: BaseException) -> str:
-    """The refusal of an ``--spm-model`` that sentencepiece cannot load."""
-    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return (
-        f"--spm-model {model_path}: not a sentencepiece model ({reason}): pass the .model "
-        "file the checkpoint's training text was encoded with"
-    )
-
-
-def check_spm_model(model_path: str) -> None:
-    """Refuse an ``--spm-model`` that is missing or a directory."""
-    if os.path.isdir(model_path):
-        found = sorted(f for f in os.listdir(model_path) if f.endswith(".model"))
-        raise VecoUserError(
-            f"--spm-model {model_path} is a directory: name the sentencepiece model file, "
-            f"e.g. {os.path.join(model_path, found[0] if found else SPM_NAMES[1])}"
-        )
-    if not os.path.isfile(model_path):
-        raise VecoUserError(f"--spm-model {model_path}: no such file")
-
-
-def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
-    """``--spm-model`` (checked), else a sentencepiece model next to the checkpoint
-    (``SPM_NAMES``)."""
-    if spm_model:
-        check_spm_model(spm_model)
-    found = spm_model or spm_model_beside(checkpoint)
-    if not found:
-        raise VecoUserError(
-            f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} next to it: pass the "
-            "sentencepiece model it was trained with as --spm-model"
-        )
-    return found
 
 
 def word_pieces(
@@ -483,40 +245,7 @@ def links_from_hidden(hidden: Tensor, batch: PairBatch, method: str) -> Tensor:
     return word_links(links, batch.src_words, batch.tgt_words, batch.n_src_words, batch.n_tgt_words)
 
 
-# --- the model ------------------------------------------------------------------------
-
-
-def num_layers(model: RobertaModel) -> int:
-    return len(model.encoder.sentence_encoder.layers)
-
-
-def default_layer(layers: int) -> int:
-    """The word-alignment layer of a ``layers``-deep encoder (``layer_spec``: 8 of 12)."""
-    return layer_spec.default_layer("align", layers)
-
-
-def resolve_layer(model: RobertaModel, layer: Optional[int], use: str = "align") -> int:
-    """``layer`` (0 = the embeddings, L = the last layer) or ``use``'s default layer
-    (``layer_spec.DEFAULT_DEPTHS``); checked."""
-    layers = num_layers(model)
-    layer = layer_spec.default_layer(use, layers) if layer is None else layer
-    if not 0 <= layer <= layers:
-        raise VecoUserError(f"--layer {layer}: the model has layers 0..{layers} (0: embeddings)")
-    return layer
-
-
-def layer_states(model: RobertaModel, tokens: Tensor, layer: int) -> Tensor:
-    """Hidden states of ``layer`` for ``tokens`` (B, T) -> (B, T, C): RoBERTa's
-    ``inner_states[layer]`` (continuous positions; 0 = the embeddings), computed with
-    fairseq's encoder pieces (``forward_embedding``, ``layers``) and stopping at ``layer``:
-    the layers above it are never run."""
-    encoder = model.encoder.sentence_encoder
-    padding_mask = tokens.eq(encoder.padding_idx)
-    x, _ = encoder.forward_embedding(tokens)
-    x = (x * ~padding_mask.unsqueeze(-1)).transpose(0, 1)  # (T, B, C), pads zeroed
-    for block in encoder.layers[:layer]:
-        x = block(x, encoder_padding_mask=padding_mask)
-    return x.transpose(0, 1)
+# --- aligning -----------------------------------------------------------------------
 
 
 def _batches(
@@ -582,9 +311,9 @@ def align_pairs(
     """Word-align line-aligned, whitespace-tokenized sentences.
 
     Args:
-        model: a loaded encoder (:func:`load_model`), in eval mode.
+        model: a loaded encoder (``checkpoints.encoder.load_encoder``), in eval mode.
         dictionary: its dictionary; ``pieces``: ``word -> subword pieces``.
-        layer: hidden layer (0 = embeddings); default :func:`default_layer`.
+        layer: hidden layer (0 = embeddings); default ``layer_spec``'s "align" layer.
         method: one of ``METHODS``.
         batch_size: pairs per forward; ``max_tokens``: padded tokens per forward.
         progress: a tqdm bar on stderr.
@@ -600,7 +329,7 @@ def align_pairs(
         raise VecoUserError(f"--batch-size {batch_size}: must be at least 1")
     if max_tokens is not None and max_tokens < 1:
         raise VecoUserError(f"--max-tokens {max_tokens}: must be at least 1")
-    layer = resolve_layer(model, layer)
+    layer = resolve_layer(model, layer, "align")
     max_positions = int(model.max_positions())
     pairs, truncated = encode_pairs(src_lines, tgt_lines, pieces, dictionary, max_positions)
     if truncated:

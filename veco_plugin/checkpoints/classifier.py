@@ -12,25 +12,33 @@
 """
 
 import logging
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from fairseq import checkpoint_utils, options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from ..errors import VecoUserError
 from .config import cfg_value, checkpoint_model_cfg
+from .encoder import read_checkpoint
 
 logger = logging.getLogger(__name__)
 
 TASK = "veco_sentence_prediction"
 HEADS = "classification_heads."
 
+# what every refusal of an unreadable classifier checkpoint ends with
+CLASSIFIER_FIX = (
+    f"give a complete fine-tuned checkpoint (fairseq-train --task {TASK}'s checkpoint_best.pt, "
+    "or veco-import-hf's model.pt of a sequence-classification model)"
+)
 
-def load_classifier(path: str, data: str) -> Tuple[Any, Any, Any]:
+
+def load_classifier(path: str, data: str, named: Optional[str] = None) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the classifier in ``path``, evaluating on DATA
-    (``veco-prepare-sentence-prediction``'s layout); the model is in eval mode."""
-    # read once, DATA overriding the saved --data; a bad file is one line (load_errors)
-    state = checkpoint_utils.load_checkpoint_to_cpu(path, {"data": data})
+    (``veco-prepare-sentence-prediction``'s layout); the model is in eval mode. ``named``:
+    how the user gave ``path`` (default ``--path PATH``), at the start of every refusal."""
+    # read once, DATA overriding the saved --data
+    state = read_checkpoint(path, named, CLASSIFIER_FIX, {"data": data})
     task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
     if task_name is None:
         task_name = cfg_value(state.get("args"), "task")

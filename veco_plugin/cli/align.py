@@ -20,13 +20,8 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from ..alignment.aligner import (
-    METHODS,
-    align_pairs,
-    check_checkpoint_path,
-    load_model,
-    word_pieces,
-)
+from ..alignment.aligner import METHODS, align_pairs, word_pieces
+from ..checkpoints.encoder import check_checkpoint_path, load_encoder
 from ..errors import VecoUserError
 from ..evaluation.aer import read_parallel
 from ..outputs import check_named, check_output_file, write_text
@@ -154,7 +149,7 @@ def main(args: argparse.Namespace) -> List[str]:
         check_output_file(args.output, "--output", "out.align", inputs)
     check_checkpoint_path(args.path)
     pieces = word_pieces(args.spm_model, args.bpe_codes, args.path)
-    model, dictionary = load_model(args.path, args.dict, device, dtype)
+    model, dictionary = load_encoder(args.path, args.dict, device, dtype)
     start = time.perf_counter()
     lines = align_pairs(
         model,

@@ -17,10 +17,7 @@ import logging
 import os
 from typing import Any, Dict, Optional, Sequence
 
-from fairseq import checkpoint_utils
-
-from ..alignment.aligner import check_checkpoint_path, find_spm_model, load_model
-from ..checkpoints.load_errors import describe
+from ..checkpoints.encoder import check_checkpoint_path, find_spm_model, load_encoder
 from ..errors import VecoUserError
 from ..export.hf import SPM_FILE, export_model, read_spm_model, require_transformers
 from ..export.import_hf import CONFIG_FILE
@@ -28,8 +25,6 @@ from ..outputs import check_output_dir, staged_dir
 from .common import run_cli
 
 logger = logging.getLogger("veco_plugin.cli.export_hf")
-# the tasks whose checkpoints hold a pre-trained encoder load_model reads
-ENCODER_TASKS = ("veco_pretraining", "masked_lm", "multilingual_masked_lm")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -65,23 +60,6 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def refuse_other_kinds(path: str) -> None:
-    """Refuse ``path`` when it is no pre-trained encoder's checkpoint (a translation model,
-    a fine-tuned classifier), naming its task: called when setting up its task failed
-    (on the data it was trained with), so that the line says what to export instead of
-    what the other task would need."""
-    try:
-        arch, task = describe(checkpoint_utils.load_checkpoint_to_cpu(path))
-    except Exception:  # unreadable: the loader's own error says why
-        return
-    if task not in ENCODER_TASKS:
-        raise VecoUserError(
-            f"--path {path}: a {task} checkpoint ({arch}), not a pre-trained encoder: "
-            f"veco-export-hf writes pre-trained encoders ({', '.join(ENCODER_TASKS)} "
-            "checkpoints); give the pre-trained checkpoint this one was initialized from"
-        )
-
-
 def check_path(path: str) -> None:
     """``--path`` is a checkpoint file, not a Hugging Face directory (the other direction)."""
     if os.path.isfile(os.path.join(path, CONFIG_FILE)):
@@ -111,12 +89,7 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     spm_model = find_spm_model(args.spm_model, args.path)
     check_spm_kept(args.output, spm_model)
     read_spm_model(spm_model)
-    try:
-        model, dictionary = load_model(args.path, args.dict)
-    except (VecoUserError, OSError) as exc:
-        if not str(exc).startswith(f"--path {args.path}"):  # the other task's complaint
-            refuse_other_kinds(args.path)
-        raise
+    model, dictionary = load_encoder(args.path, args.dict)
     with staged_dir(args.output) as stage:
         report, config = export_model(model, dictionary, spm_model, stage)
     logger.info(

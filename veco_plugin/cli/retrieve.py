@@ -21,12 +21,12 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
 
-from ..alignment.aligner import (
+from ..alignment.aligner import warn_unknown_pieces
+from ..checkpoints.encoder import (
     check_checkpoint_path,
     find_spm_model,
-    load_model,
+    load_encoder,
     not_a_spm_model,
-    warn_unknown_pieces,
 )
 from ..corpora.subwords import Encoder, spm_encoder
 from ..errors import VecoUserError
@@ -39,9 +39,9 @@ from ..evaluation.retrieval import (
     check_search,
     embed,
     evaluate,
-    resolve_layer,
     sentence_ids,
 )
+from ..models.features import resolve_layer
 from ..models.layer_spec import DEFAULT_DEPTHS
 from ..outputs import check_named, check_output_file, write_text
 from .common import check_at_least, run_cli
@@ -187,8 +187,8 @@ def main(args: argparse.Namespace) -> RetrievalResult:
     except VecoUserError as exc:  # sentencepiece cannot parse it
         raise VecoUserError(not_a_spm_model(spm_model, exc.__cause__ or exc)) from None
     device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
-    model, dictionary = load_model(args.path, args.dict, device)
-    layer = resolve_layer(model, args.layer)
+    model, dictionary = load_encoder(args.path, args.dict, device)
+    layer = resolve_layer(model, args.layer, "retrieve")
     start = time.perf_counter()
     src, tgt = (
         embed(model, side, layer, dictionary.pad(), args.batch_size, not args.no_progress)

@@ -22,7 +22,6 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
-from fairseq import checkpoint_utils
 
 from ..checkpoints.classifier import load_classifier
 from ..data.translated_dataset import VecoTranslatedDataset
@@ -109,14 +108,15 @@ def accuracy(task, model, criterion, dataset, batch_size: int) -> float:
 def load(name: str, path: str, data: str):
     """``(model, cfg, task)`` of the classifier ``--checkpoint name=path`` on DATA; a file
     that is no usable checkpoint is one line naming the flag."""
+    named = f"--checkpoint {name}={path}"
     try:
-        model, cfg, task = load_classifier(path, data)
+        model, cfg, task = load_classifier(path, data, named)
     except VecoUserError as exc:
-        message = str(exc).removeprefix("--path ")
+        message = str(exc)
+        if message.startswith(named):
+            raise
         raise VecoUserError(
-            f"--checkpoint {name}={message}"
-            if message.startswith(path)
-            else f"--checkpoint {name}={path}: {message}"
+            f"--checkpoint {name}={message}" if message.startswith(path) else f"{named}: {message}"
         ) from None
     except Exception as exc:
         rows = EMBEDDING_ROWS.search(str(exc)) if isinstance(exc, RuntimeError) else None
@@ -127,10 +127,6 @@ def load(name: str, path: str, data: str):
                 "checkpoint's dict.txt and sentencepiece model (veco-prepare-sentence-"
                 "prediction --dict, --spm-model)"
             ) from None
-        try:  # an unreadable file: the plugin's checkpoint reader says why in one line
-            checkpoint_utils.load_checkpoint_to_cpu(path)
-        except VecoUserError as unreadable:
-            raise VecoUserError(f"--checkpoint {name}={unreadable}") from None
         raise
     head = model.classification_heads[cfg.task.classification_head_name]
     classes = head.out_proj.out_features

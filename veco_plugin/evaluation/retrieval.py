@@ -27,7 +27,7 @@ at least :data:`FAISS_POOL` sentences; both give the same neighbours.
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -36,10 +36,8 @@ from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
-from ..alignment import aligner
-from ..alignment.aligner import layer_states
 from ..errors import VecoUserError
-from ..models import layer_spec
+from ..models.features import layer_states
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +55,6 @@ TORCH_CHUNK = 1024
 
 
 # --- encoding ---------------------------------------------------------------------------
-
-
-def default_layer(layers: int) -> int:
-    """The retrieval layer of a ``layers``-deep encoder (``layer_spec``: 7 of 12, mid-depth:
-    the top layers of an MLM encoder specialize to predicting pieces, the middle ones are
-    the most language-neutral sentence representation)."""
-    return layer_spec.default_layer("retrieve", layers)
-
-
-def resolve_layer(model: RobertaModel, layer: Optional[int]) -> int:
-    """``layer`` (0 = the embeddings, L = the last layer) or :func:`default_layer`."""
-    return aligner.resolve_layer(model, layer, "retrieve")
 
 
 def sentence_ids(

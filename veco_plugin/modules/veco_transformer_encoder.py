@@ -13,7 +13,8 @@ from .veco_encoder_layer import VecoEncoderLayer
 class VecoTransformerEncoder(TransformerEncoder):
     """``forward`` (inherited) is the plug-out H stream; ``forward_stream`` runs
     either stream (plug-in against a memory, or plug-out with explicit positions)
-    and can hand back intermediate layers."""
+    and can hand back intermediate layers (:func:`run_stream`, which also serves the
+    tools' features of fairseq's RoBERTa encoders: :mod:`veco_plugin.models.features`)."""
 
     def build_encoder_layer(self, args):
         cfg = TransformerConfig.from_namespace(args)
@@ -21,26 +22,6 @@ class VecoTransformerEncoder(TransformerEncoder):
         if cfg.checkpoint_activations:  # both streams go through layer.forward
             layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
         return layer
-
-    def embed(self, tokens: Tensor, positions: Optional[Tensor] = None) -> Tensor:
-        """Embeddings S^0 = H^0 of ``tokens`` (B, T) -> (B, T, C), pads zeroed.
-
-        ``positions`` (B, T) overrides fairseq's running positions (padding offset
-        included, i.e. the first real token is at ``padding_idx + 1``)."""
-        if positions is None:
-            x, _ = self.forward_embedding(tokens)
-        else:
-            # forward_embedding with the given positions: LearnedPositionalEmbedding only
-            # takes explicit positions without a padding_idx, so look its table up
-            # directly (same weights, same offset).
-            x = self.embed_scale * self.embed_tokens(tokens)
-            x = x + F.embedding(positions, self.embed_positions.weight, self.padding_idx)
-            if self.layernorm_embedding is not None:
-                x = self.layernorm_embedding(x)
-            x = self.dropout_module(x)
-            if self.quant_noise is not None:
-                x = self.quant_noise(x)
-        return x * tokens.ne(self.padding_idx).unsqueeze(-1).type_as(x)
 
     def forward_stream(
         self,
@@ -50,36 +31,77 @@ class VecoTransformerEncoder(TransformerEncoder):
         positions: Optional[Tensor] = None,
         keep_layers: Sequence[int] = (),
     ) -> Tuple[Tensor, Dict[int, Tensor]]:
-        """Run one stream over ``tokens`` (B, T).
-
-        With ``memory`` (S, B, C) every layer is plugged in (S stream, eqs. 6-9);
-        without it every layer is plugged out (H stream, eqs. 2-5).
-
-        Returns:
-            the last layer ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
-            ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer).
-        """
-        padding_mask = tokens.eq(self.padding_idx)  # always passed: no host sync on .any()
-        x = self.embed(tokens, positions).transpose(0, 1)
-        kept = {0: x} if 0 in keep_layers else {}
-        for i, layer in enumerate(self.layers, start=1):
-            if memory is None:
-                x = layer(x, encoder_padding_mask=padding_mask)
-            else:
-                x = layer(
-                    x,
-                    encoder_padding_mask=padding_mask,
-                    memory=memory,
-                    memory_padding_mask=memory_padding_mask,
-                )
-            if i in keep_layers:
-                kept[i] = x
-        if self.layer_norm is not None:
-            x = self.layer_norm(x)
-            if len(self.layers) in keep_layers:
-                kept[len(self.layers)] = x
-        return x, kept
+        """:func:`run_stream` of this encoder, through every layer."""
+        return run_stream(self, tokens, memory, memory_padding_mask, positions, keep_layers)
 
     def cross_attention_parameters(self):
         for layer in self.layers:
             yield from layer.cross_attention_parameters()
+
+
+def embed(
+    encoder: TransformerEncoder, tokens: Tensor, positions: Optional[Tensor] = None
+) -> Tensor:
+    """Embeddings S^0 = H^0 of ``tokens`` (B, T) -> (B, T, C), pads zeroed, by a VECO or a
+    fairseq RoBERTa ``encoder``.
+
+    ``positions`` (B, T) overrides fairseq's running positions (padding offset
+    included, i.e. the first real token is at ``padding_idx + 1``)."""
+    if positions is None:
+        x, _ = encoder.forward_embedding(tokens)
+    else:
+        # forward_embedding with the given positions: LearnedPositionalEmbedding only
+        # takes explicit positions without a padding_idx, so look its table up
+        # directly (same weights, same offset).
+        x = encoder.embed_scale * encoder.embed_tokens(tokens)
+        x = x + F.embedding(positions, encoder.embed_positions.weight, encoder.padding_idx)
+        if encoder.layernorm_embedding is not None:
+            x = encoder.layernorm_embedding(x)
+        x = encoder.dropout_module(x)
+        if encoder.quant_noise is not None:
+            x = encoder.quant_noise(x)
+    return x * tokens.ne(encoder.padding_idx).unsqueeze(-1).type_as(x)
+
+
+def run_stream(
+    encoder: TransformerEncoder,
+    tokens: Tensor,
+    memory: Optional[Tensor] = None,
+    memory_padding_mask: Optional[Tensor] = None,
+    positions: Optional[Tensor] = None,
+    keep_layers: Sequence[int] = (),
+    depth: Optional[int] = None,
+) -> Tuple[Tensor, Dict[int, Tensor]]:
+    """Run one stream of ``encoder`` over ``tokens`` (B, T): the one layer loop of the
+    plugin (training's two streams, and the tools' features of any layer).
+
+    With ``memory`` (S, B, C) every layer is plugged in (S stream, eqs. 6-9; VECO layers
+    only); without it every layer is plugged out (H stream, eqs. 2-5), which is RoBERTa's
+    forward for a fairseq RoBERTa/XLM-R ``encoder``. ``depth`` stops after that many
+    layers (default: all of them); the layers above are never run.
+
+    Returns:
+        the last layer run ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
+        ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer, after the
+        encoder's final LayerNorm where it has one).
+    """
+    padding_mask = tokens.eq(encoder.padding_idx)  # always passed: no host sync on .any()
+    x = embed(encoder, tokens, positions).transpose(0, 1)
+    kept = {0: x} if 0 in keep_layers else {}
+    for i, layer in enumerate(encoder.layers[:depth], start=1):
+        if memory is None:
+            x = layer(x, encoder_padding_mask=padding_mask)
+        else:
+            x = layer(
+                x,
+                encoder_padding_mask=padding_mask,
+                memory=memory,
+                memory_padding_mask=memory_padding_mask,
+            )
+        if i in keep_layers:
+            kept[i] = x
+    if encoder.layer_norm is not None and len(encoder.layers[:depth]) == len(encoder.layers):
+        x = encoder.layer_norm(x)
+        if len(encoder.layers) in keep_layers:
+            kept[len(encoder.layers)] = x
+    return x, kept
