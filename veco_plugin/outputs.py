@@ -6,12 +6,16 @@ path under a file, an unwritable place, a non-empty directory it must not overwr
 refuses before it loads a model or reads a corpus, with one line naming the flag. A
 file is written through ``.part`` and a rename (:func:`write_text`); a directory is
 filled in a hidden stage beside it (:func:`staged_dir`): a command that fails or is
-interrupted while writing leaves no file, no stage, and no directory it created.
+interrupted while writing leaves no file, no stage, and no directory it created; the stage
+of a process killed outright (SIGKILL, out of memory) is removed by the next command writing
+that directory on the same machine.
 """
 
 import contextlib
+import glob
 import os
 import shutil
+import socket
 import tempfile
 from typing import Dict, Iterator, List, Optional
 
@@ -123,6 +127,25 @@ def _move_into(stage: str, path: str) -> None:
             os.replace(os.path.join(root, name), os.path.join(target, name))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_orphans(stages: str) -> None:
+    """Remove the stages ``<stages><pid>-*`` whose process (on this machine: the host is
+    in ``stages``) no longer runs."""
+    for stage in glob.glob(f"{glob.escape(stages)}*-*"):
+        pid = stage[len(stages) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def staged_dir(path: str) -> Iterator[str]:
     """A new hidden directory beside ``path`` to write the output into. When the block
@@ -132,7 +155,9 @@ def staged_dir(path: str) -> Iterator[str]:
     path = os.path.normpath(path)
     created = _make_parents(path)
     parent = os.path.dirname(os.path.abspath(path))
-    stage = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.part-")
+    stages = os.path.join(parent, f".{os.path.basename(path)}.part-{socket.gethostname()}-")
+    _remove_orphans(stages)
+    stage = tempfile.mkdtemp(dir=parent, prefix=f"{os.path.basename(stages)}{os.getpid()}-")
     try:
         yield stage
         if os.path.isdir(path):
