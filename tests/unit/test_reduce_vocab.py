@@ -76,6 +76,15 @@ def test_reduce_vocab_writes_dictionary_and_row_map(setup):
     assert reduced.count[reduced.index("w7")] == 2
 
 
+def test_a_data_file_named_twice_is_counted_once(setup):
+    _, d, tmp_path = setup
+    once = _reduce(tmp_path)
+    twice = _reduce(tmp_path, str(tmp_path / "train.en"), os.path.join(tmp_path, ".", "train.de"))
+    assert twice == once
+    reduced = Dictionary.load(str(tmp_path / "vocab" / "dict.txt"))
+    assert reduced.count[reduced.index("w7")] == 2 and reduced.count[reduced.index("w3")] == 2
+
+
 def test_reduced_model_is_exact(setup):
     veco, d, tmp_path = setup
     _reduce(tmp_path)

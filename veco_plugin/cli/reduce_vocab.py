@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..checkpoints.vocab_map import (
     DICT_NAME,
@@ -97,6 +97,17 @@ def check_paths(args: argparse.Namespace) -> None:
         )
 
 
+def distinct_files(paths: List[str]) -> List[str]:
+    """``paths`` without a second naming of a file (a glob overlapping a name, a link),
+    each dropped with a warning: the counts are of the data, not of how it was named."""
+    seen: Dict[str, str] = {}
+    for path in paths:
+        first = seen.setdefault(os.path.realpath(path), path)
+        if first is not path:
+            logger.warning("--data %s is %s again: counted once", path, first)
+    return list(seen.values())
+
+
 def write_atomically(output_dir: str, *outputs: Any) -> None:
     """``write_outputs(output_dir, *outputs)`` through a temporary directory inside it:
     dict.txt and vocab_map.tsv are both complete, or (an error, Ctrl-C) untouched."""
@@ -116,7 +127,7 @@ def main(args: argparse.Namespace) -> List[int]:
     check_paths(args)
     dictionary = load_dictionary_with_mask(args.dict)
     counts: Counter = Counter()
-    for path in args.data:
+    for path in distinct_files(args.data):
         counts.update(count_tokens(strict(read_lines(path))))
     if not counts:
         raise ReduceVocabError(
