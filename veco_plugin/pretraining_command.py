@@ -31,8 +31,9 @@ class PretrainingCommand:
     """``--criterion`` (a row's ``criterion``; its ``train_flags`` go into ``extra``)."""
     updates: int
     """``--max-update``."""
-    warmup: int
-    """``--warmup-updates``."""
+    warmup: Optional[int]
+    """``--warmup-updates`` of the inverse-square-root schedule; None: no schedule, the
+    constant ``--lr`` (fairseq's ``fixed``)."""
     max_tokens: int
     """tokens per update, monolingual and bilingual sub-batches together."""
     max_positions: int
@@ -48,6 +49,8 @@ class PretrainingCommand:
     """encoder-size flags after ``--arch`` (``--encoder-layers 2 ...``)."""
     device: Tuple[str, ...] = ("--cpu",)
     """``--cpu``, ``--fp16``, or nothing (the GPU in fp32)."""
+    adam_betas: Optional[str] = "(0.9,0.98)"
+    """None: fairseq's default ((0.9, 0.999))."""
     adam_eps: Optional[str] = "1e-6"
     """None: fairseq's default (1e-8)."""
     clip_norm: Optional[str] = "1.0"
@@ -70,11 +73,16 @@ class PretrainingCommand:
             raise ValueError(f"validate={self.validate!r}: choose from {', '.join(VALIDATIONS)}")
         src, tgt = self.langs
         bi_positions = self.max_positions // 2 if self.bi_positions is None else self.bi_positions
-        optimizer = ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)"]
+        optimizer = ["--optimizer", "adam"]
+        if self.adam_betas is not None:
+            optimizer += ["--adam-betas", self.adam_betas]
         if self.adam_eps is not None:
             optimizer += ["--adam-eps", self.adam_eps]
         if self.clip_norm is not None:
             optimizer += ["--clip-norm", self.clip_norm]
+        schedule = ["--lr", self.lr]
+        if self.warmup is not None:
+            schedule += ["--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(self.warmup)]
         every = self.updates if self.save_every is None else self.save_every
         saving = ["--save-interval-updates", str(every)]
         if self.keep_last is not None:
@@ -89,9 +97,7 @@ class PretrainingCommand:
             str(self.data), "--user-dir", self.user_dir, "--task", "veco_pretraining",
             "--mono-langs", f"{src},{tgt}", "--bi-pairs", f"{src}-{tgt}",
             "--arch", self.arch, *self.size, "--criterion", self.criterion, *self.device,
-            *optimizer, "--lr", self.lr, "--lr-scheduler", "inverse_sqrt",
-            "--warmup-updates", str(self.warmup),
-            "--max-tokens", str(self.max_tokens),
+            *optimizer, *schedule, "--max-tokens", str(self.max_tokens),
             "--max-mono-positions", str(self.max_positions),
             "--max-bi-positions", str(bi_positions), "--max-update", str(self.updates),
             "--save-dir", str(self.save_dir), "--no-epoch-checkpoints", *saving, *validation,

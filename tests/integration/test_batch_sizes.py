@@ -9,15 +9,25 @@ import itertools
 import pytest
 from fairseq import tasks
 
-from tests.helpers.runner import USER_DIR, train_cfg
+from tests.helpers.runner import train_cfg
+from veco_plugin.pretraining_command import PretrainingCommand
 
 
-def _epoch(data, *flags, limit=None, split="train"):
-    cfg = train_cfg(
-        [data, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--arch", "veco_tiny"]
-        + ["--mono-langs", "en,de", "--bi-pairs", "en-de", "--criterion", "ca_mlm"]
-        + ["--max-mono-positions", "48", "--max-bi-positions", "48", *flags]
+def _epoch(data, max_tokens, *flags, limit=None, split="train"):
+    """The batches of ``split`` as fairseq-train's toy ``ca_mlm`` run draws them: its
+    command (``PretrainingCommand``) with ``--max-tokens max_tokens`` and ``flags``."""
+    command = PretrainingCommand(
+        data=str(data),
+        save_dir="unused",  # nothing is trained
+        criterion="ca_mlm",
+        updates=1,
+        warmup=None,
+        max_tokens=max_tokens,
+        max_positions=48,
+        bi_positions=48,
+        extra=flags,
     )
+    cfg = train_cfg(command.args())
     task = tasks.setup_task(cfg.task)
     task.load_dataset(split)
     dataset = task.dataset(split)
@@ -41,7 +51,7 @@ def _fed(batch, kind):
 
 
 def test_max_tokens_bounds_the_whole_update(pretrain_data):
-    dataset, batches = _epoch(pretrain_data, "--max-tokens", "2000")
+    dataset, batches = _epoch(pretrain_data, 2000)
     assert len(batches) > 10
     seen = {"mono": set(), "bi": set()}
     for batch in batches:
@@ -58,8 +68,7 @@ def test_max_tokens_bounds_the_whole_update(pretrain_data):
 def test_each_sub_batch_has_its_own_size(pretrain_data):
     _, batches = _epoch(
         pretrain_data,
-        "--max-tokens",
-        "4000",
+        4000,
         "--mono-max-tokens",
         "600",
         "--bi-max-tokens",
@@ -82,12 +91,11 @@ def test_each_sub_batch_has_its_own_size(pretrain_data):
 
 def test_sub_batch_budgets_beyond_max_tokens_are_refused(pretrain_data):
     with pytest.raises(ValueError, match="raise --max-tokens to at least 3001"):
-        _epoch(pretrain_data, "--max-tokens", "2000", "--mono-max-tokens", "3000")
+        _epoch(pretrain_data, 2000, "--mono-max-tokens", "3000")
 
 
 def test_validation_batches_follow_max_tokens_valid(pretrain_data):
-    flags = ("--max-tokens", "4000", "--max-tokens-valid", "800")
-    _, batches = _epoch(pretrain_data, *flags, split="valid")
+    _, batches = _epoch(pretrain_data, 4000, "--max-tokens-valid", "800", split="valid")
     assert batches
     for batch in batches:
         assert _fed(batch, "mono")[0] + _fed(batch, "bi")[0] <= 800

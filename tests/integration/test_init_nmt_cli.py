@@ -8,7 +8,7 @@ per language; whitespace tokens, one dictionary built from all of it):
    DATA/mono/{en,de}, DATA/bi/en-de) and into a translation data dir with
    ``--joined-dictionary --srcdict DATA/dict.txt`` (test = 13 sentences);
 2. ``fairseq-train --task veco_pretraining --arch veco_tiny --criterion ca_mlm``
-   for 10 updates, with sizes that no named arch has (``--encoder-layers 3
+   (``PretrainingCommand``) for 10 updates, with sizes that no named arch has (``--encoder-layers 3
    --encoder-embed-dim 32 --encoder-ffn-embed-dim 96 --encoder-attention-heads 2``);
 3. ``veco-init-nmt --decoder-layers last:1`` (the dictionary is found through the
    checkpoint's ``cfg.task.data``; the arch and every size from the checkpoint);
@@ -31,6 +31,7 @@ import pytest
 
 from tests.helpers.runner import REPO, USER_DIR
 from tests.helpers.runner import run as run_script
+from veco_plugin.pretraining_command import PretrainingCommand
 
 TEXT = os.path.join(REPO, "tests", "fixtures", "text")
 N_TEST = 13
@@ -92,11 +93,14 @@ def run(tmp_path_factory):
          "--validpref", os.path.join(TEXT, "valid"), "--testpref", text / "test", "--destdir", nmt)
 
     pre = root / "pretrain"
-    _run("fairseq-train", data, *COMMON, "--task", "veco_pretraining", "--mono-langs", "en,de",
-         "--bi-pairs", "en-de", "--arch", "veco_tiny", *SIZES, "--criterion", "ca_mlm",
-         "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1024", "--max-update", "10",
-         "--disable-validation", "--save-dir", pre, "--no-epoch-checkpoints",
-         "--log-format", "simple")
+    # Adam at fairseq's defaults, a constant lr, the task's default positions (512, 128)
+    pretrain = PretrainingCommand(
+        data=str(data), save_dir=str(pre), criterion="ca_mlm", updates=10, warmup=None,
+        max_tokens=1024, max_positions=512, bi_positions=128, lr="1e-3", user_dir=USER_DIR,
+        size=tuple(SIZES), adam_betas=None, adam_eps=None, clip_norm=None, validate="never",
+        save_every=0,
+    )
+    _run("fairseq-train", *pretrain.args())
 
     init = root / "init" / "init.pt"
     init_log = _run("veco-init-nmt", "--pretrained", pre / "checkpoint_last.pt", "--output", init,
