@@ -13,6 +13,7 @@ import os
 import shutil
 
 import pytest
+import torch
 from fairseq import tasks
 
 from tests.helpers.runner import REPO, pretrain_args, train_cfg
@@ -68,3 +69,33 @@ def test_layers_the_model_lacks_are_refused_when_it_is_built(data):
     cfg, task = _setup(data, "dwa", ["--label-layer", "5"])
     with pytest.raises(VecoUserError, match="--label-layer 5: the model has layers 1..2"):
         task.build_model(cfg.model)
+
+
+def _pointer(model):
+    return {k: v.clone() for k, v in model.state_dict().items() if k.startswith("pointer.")}
+
+
+def _equal(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_every_model_reads_every_checkpoint_strictly(data):
+    """A ``dwa`` model reads a ``dwa`` state (its pointer) and a ``tlm`` state (its own
+    fresh pointer stays); a ``tlm`` model, and one read by a tool, drop the pointer."""
+    cfg, task = _setup(data, "dwa", [])
+    dwa = task.build_model(cfg.model)
+    dwa_state = {k: v.clone() for k, v in dwa.state_dict().items()}
+    tlm_cfg, tlm_task = _setup(data, "tlm", [])
+    tlm = tlm_task.build_model(tlm_cfg.model)
+    tlm_state = tlm.state_dict()
+    trained = {k: v + 1 if k.startswith("pointer.") else v for k, v in dwa_state.items()}
+
+    dwa.load_state_dict(dict(trained), strict=True)
+    assert _equal(_pointer(dwa), {k: v for k, v in trained.items() if k.startswith("pointer.")})
+    fresh = _pointer(dwa)
+    dwa.load_state_dict(dict(tlm_state), strict=True)
+    assert _equal(_pointer(dwa), fresh)
+    for model in (tlm, task.build_model(cfg.model, from_checkpoint=True)):
+        model.load_state_dict(dict(trained), strict=True)
+        assert model.pointer is None and not _pointer(model)
+        model.load_state_dict(dict(tlm_state), strict=True)
