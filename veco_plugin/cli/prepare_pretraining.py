@@ -17,7 +17,9 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import VecoUserError
+from ..prepare.plan import Settings
 from .common import run_cli
+from .config_flags import add_config_flags, config_from_flags
 
 PROG = "veco-prepare-pretraining"
 logger = logging.getLogger(PROG)
@@ -30,6 +32,20 @@ def _positive(text: str) -> int:
     return value
 
 
+# the Settings whose flags take a count of 1 or more (_positive's message), and the
+# Settings flags after --threads, in --help's order
+COUNTS = {name: _positive for name in ("shards", "vocab_size", "spm_sample_lines")}
+SETTINGS_FLAGS = (
+    "vocab_size",
+    "valid_lines",
+    "spm_alpha",
+    "spm_sample_lines",
+    "spm_model",
+    "dict",
+    "seed",
+)
+
+
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -37,9 +53,9 @@ def get_parser() -> argparse.ArgumentParser:
         "dict.txt, binarized mono/ and bi/ per shard) from a folder of text.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--text", required=True, help="TEXT/mono/<lang>/*.txt, TEXT/bi/<src>-<tgt>/")
+    add_config_flags(p, Settings, ["text"])
     p.add_argument("--out", required=True, help="DATA: shard0 ... shard<N-1> go here")
-    p.add_argument("--shards", type=_positive, default=1, help="number of shards")
+    add_config_flags(p, Settings, ["shards"], types=COUNTS)
     p.add_argument(
         "--shard", type=int, help="build only this shard (0-based; e.g. $SLURM_ARRAY_TASK_ID)"
     )
@@ -50,39 +66,12 @@ def get_parser() -> argparse.ArgumentParser:
         default=1,
         help="sentencepiece threads per process (training too: the model depends on them)",
     )
-    p.add_argument("--vocab-size", type=_positive, default=32000, help="sentencepiece pieces")
-    p.add_argument(
-        "--valid-lines",
-        type=int,
-        default=1000,
-        help="segments held out for validation per language and pair (shard0; 0: none)",
-    )
-    p.add_argument(
-        "--spm-alpha",
-        type=float,
-        default=0.3,
-        help="language sampling exponent of the sentencepiece sample (q ∝ p^α)",
-    )
-    p.add_argument(
-        "--spm-sample-lines",
-        type=_positive,
-        default=10_000_000,
-        help="lines of the sentencepiece training sample (at most; all languages)",
-    )
-    p.add_argument(
-        "--spm-model",
-        help="use this sentencepiece model (e.g. XLM-R's sentencepiece.bpe.model) "
-        "instead of training one",
-    )
-    p.add_argument("--dict", help="with --spm-model: its fairseq dict.txt (default: made from it)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the sentencepiece sample")
+    add_config_flags(p, Settings, SETTINGS_FLAGS, types=COUNTS)
     return p
 
 
-def main(args: argparse.Namespace) -> None:
-    from ..prepare import pipeline
-    from ..prepare.plan import Settings
-
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The checked :class:`Settings` of the flags (paths made absolute)."""
     if args.dict and not args.spm_model:
         raise VecoUserError("--dict needs --spm-model (the model whose pieces it lists)")
     for flag, path in (("--spm-model", args.spm_model), ("--dict", args.dict)):
@@ -90,17 +79,19 @@ def main(args: argparse.Namespace) -> None:
             raise VecoUserError(f"{flag} {path}: no such file")
     if args.valid_lines < 0:
         raise VecoUserError(f"--valid-lines {args.valid_lines}: pass 0 or more")
-    settings = Settings(
+    return config_from_flags(
+        Settings,
+        args,
         text=os.path.abspath(args.text),
-        shards=args.shards,
-        valid_lines=args.valid_lines,
-        vocab_size=args.vocab_size,
-        spm_alpha=args.spm_alpha,
-        spm_sample_lines=args.spm_sample_lines,
-        seed=args.seed,
         spm_model=os.path.abspath(args.spm_model) if args.spm_model else None,
         dict=os.path.abspath(args.dict) if args.dict else None,
     )
+
+
+def main(args: argparse.Namespace) -> None:
+    from ..prepare import pipeline
+
+    settings = settings_from_args(args)
     plan = pipeline.prepare(settings, args.out, args.shard, args.workers, args.threads)
     shards = ":".join(os.path.join(args.out, f"shard{k}") for k in range(args.shards))
     flags = [("--mono-langs", plan.mono_langs), ("--bi-pairs", plan.bi_pairs)]

@@ -28,6 +28,20 @@ from ..errors import VecoUserError
 from ..evaluation import bleu
 from ..outputs import check_output_file
 from .common import prog_from_argv, run_cli
+from .config_flags import add_config_flags, config_from_flags
+
+# ScoreConfig's fields in the order --help lists them (a dataclass puts the required first)
+SCORE_FLAGS = (
+    "generate_output",
+    "raw_ref",
+    "raw_src",
+    "tgt",
+    "spm_model",
+    "subword",
+    "hyp_out",
+    "json",
+    "checkpoint",
+)
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -38,40 +52,19 @@ def get_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("missing", help="list archives not present in --raw-dir")
-    m.add_argument("--pair", required=True, choices=wmt14.PAIRS)
-    m.add_argument("--raw-dir", required=True)
+    add_config_flags(m, wmt14.PrepareConfig, ["pair", "raw_dir"])
 
     p = sub.add_parser("prepare", help="extract, clean and subword-encode")
-    p.add_argument("--pair", required=True, choices=wmt14.PAIRS)
-    p.add_argument("--raw-dir", required=True)
-    p.add_argument("--work-dir", required=True, help="subword text for fairseq-preprocess")
-    p.add_argument("--dest-dir", required=True, help="gets {valid,test}.raw.<lang>")
+    add_config_flags(p, wmt14.PrepareConfig, ["pair", "raw_dir", "work_dir", "dest_dir"])
     enc = p.add_mutually_exclusive_group(required=True)
-    enc.add_argument("--spm-model")
-    enc.add_argument("--bpe-codes")
-    p.add_argument("--bpe-vocab", help="fastBPE vocabulary (optional)")
-    p.add_argument("--min-len", type=int, default=1, help="min subword tokens a side")
-    p.add_argument("--max-len", type=int, default=250, help="max subword tokens a side")
-    p.add_argument("--ratio", type=float, default=1.5, help="max token-count ratio")
-    p.add_argument("--workers", type=int, default=1)
+    add_config_flags(enc, wmt14.PrepareConfig, ["spm_model", "bpe_codes"])
+    add_config_flags(p, wmt14.PrepareConfig, ["bpe_vocab", "clean", "workers"])
+    # drop_bad_utf8 is a bool; its flag takes a word (a generated one would be a switch)
     p.add_argument("--bad-utf8", choices=["error", "drop"], default="error")
-    p.add_argument("--chunk-size", type=int, default=100000)
-    p.add_argument(
-        "--no-download",
-        action="store_true",
-        help="first check that no archive is missing (the error names its URL)",
-    )
+    add_config_flags(p, wmt14.PrepareConfig, ["chunk_size", "no_download"])
 
     s = sub.add_parser("score", help="collect hypotheses, decode, sacreBLEU + tok BLEU")
-    s.add_argument("--generate-output", required=True)
-    s.add_argument("--raw-ref", required=True)
-    s.add_argument("--raw-src")
-    s.add_argument("--tgt", required=True)
-    s.add_argument("--spm-model")
-    s.add_argument("--subword", choices=bleu.SUBWORDS, default="sentencepiece")
-    s.add_argument("--hyp-out", required=True)
-    s.add_argument("--json")
-    s.add_argument("--checkpoint")
+    add_config_flags(s, bleu.ScoreConfig, SCORE_FLAGS)
     return parser
 
 
@@ -112,42 +105,20 @@ def check_score_paths(args: argparse.Namespace) -> None:
             )
 
 
+def prepare_config(args: argparse.Namespace) -> wmt14.PrepareConfig:
+    """The flags of ``prepare`` as its config (``--bad-utf8 drop``: ``drop_bad_utf8``)."""
+    return config_from_flags(wmt14.PrepareConfig, args, drop_bad_utf8=args.bad_utf8 == "drop")
+
+
 def main(args: argparse.Namespace) -> None:
     if args.command == "missing":
         for archive, url in wmt14.missing_archives(args.pair, args.raw_dir):
             print(f"{archive}\t{url}")
     elif args.command == "prepare":
-        wmt14.prepare(
-            wmt14.PrepareConfig(
-                pair=args.pair,
-                raw_dir=args.raw_dir,
-                work_dir=args.work_dir,
-                dest_dir=args.dest_dir,
-                spm_model=args.spm_model,
-                bpe_codes=args.bpe_codes,
-                bpe_vocab=args.bpe_vocab,
-                clean=wmt14.CleanConfig(args.min_len, args.max_len, args.ratio),
-                workers=args.workers,
-                drop_bad_utf8=args.bad_utf8 == "drop",
-                chunk_size=args.chunk_size,
-                no_download=args.no_download,
-            )
-        )
+        wmt14.prepare(prepare_config(args))
     else:
         check_score_paths(args)
-        bleu.score(
-            bleu.ScoreConfig(
-                generate_output=args.generate_output,
-                raw_ref=args.raw_ref,
-                tgt=args.tgt,
-                hyp_out=args.hyp_out,
-                raw_src=args.raw_src,
-                spm_model=args.spm_model,
-                subword=args.subword,
-                json=args.json,
-                checkpoint=args.checkpoint,
-            )
-        )
+        bleu.score(config_from_flags(bleu.ScoreConfig, args))
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:

@@ -36,7 +36,7 @@ import os
 import re
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
@@ -317,11 +317,12 @@ def read_eval_set(raw: RawDir, es: EvalSet, src: str, tgt: str) -> Tuple[List[st
 
 @dataclass(frozen=True)
 class CleanConfig:
-    """Training-pair filter, in subword tokens per side."""
+    """Training-pair filter, in subword tokens per side (``veco-wmt14 prepare``'s flags
+    are these fields: :func:`veco_plugin.cli.config_flags.add_config_flags`)."""
 
-    min_len: int = 1
-    max_len: int = 250
-    ratio: float = 1.5
+    min_len: int = field(default=1, metadata={"help": "min subword tokens a side"})
+    max_len: int = field(default=250, metadata={"help": "max subword tokens a side"})
+    ratio: float = field(default=1.5, metadata={"help": "max token-count ratio"})
 
 
 def keep_reason(a: List[str], b: List[str], cfg: CleanConfig) -> Optional[str]:
@@ -340,20 +341,26 @@ def keep_reason(a: List[str], b: List[str], cfg: CleanConfig) -> Optional[str]:
 
 @dataclass(frozen=True)
 class PrepareConfig:
-    """Everything ``veco-wmt14 prepare`` needs (built once from the command line)."""
+    """Everything ``veco-wmt14 prepare`` needs (built once from the command line: its
+    flags are these fields, but ``drop_bad_utf8`` is ``--bad-utf8 {error,drop}``)."""
 
-    pair: str
+    pair: str = field(metadata={"choices": PAIRS})
     raw_dir: str
-    work_dir: str
-    dest_dir: str
+    work_dir: str = field(metadata={"help": "subword text for fairseq-preprocess"})
+    dest_dir: str = field(metadata={"help": "gets {valid,test}.raw.<lang>"})
     spm_model: Optional[str] = None
     bpe_codes: Optional[str] = None
-    bpe_vocab: Optional[str] = None
+    bpe_vocab: Optional[str] = field(
+        default=None, metadata={"help": "fastBPE vocabulary (optional)"}
+    )
     clean: CleanConfig = CleanConfig()
     workers: int = 1
     drop_bad_utf8: bool = False
     chunk_size: int = 100000
-    no_download: bool = False  # refuse up front when an archive is missing
+    no_download: bool = field(
+        default=False,
+        metadata={"help": "first check that no archive is missing (the error names its URL)"},
+    )
 
 
 def check_config(cfg: PrepareConfig) -> None:

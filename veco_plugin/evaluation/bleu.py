@@ -13,7 +13,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..corpora.subwords import load_sentencepiece
@@ -115,7 +115,8 @@ def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str) -> Dict[str
 
 @dataclass(frozen=True)
 class ScoreConfig:
-    """What ``veco-wmt14 score`` reads and writes."""
+    """What ``veco-wmt14 score`` reads and writes (its flags are these fields:
+    :func:`veco_plugin.cli.config_flags.add_config_flags`)."""
 
     generate_output: str
     raw_ref: str
@@ -123,7 +124,7 @@ class ScoreConfig:
     hyp_out: str
     raw_src: Optional[str] = None
     spm_model: Optional[str] = None
-    subword: str = "sentencepiece"
+    subword: str = field(default="sentencepiece", metadata={"choices": SUBWORDS})
     json: Optional[str] = None
     checkpoint: Optional[str] = None
 

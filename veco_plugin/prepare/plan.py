@@ -35,17 +35,39 @@ Mapper = Callable[[Callable, Sequence], Iterator]
 
 @dataclass(frozen=True)
 class Settings:
-    """The flags that decide what DATA holds (a re-run must pass the same)."""
+    """The flags that decide what DATA holds (a re-run must pass the same): each field is
+    a flag of ``veco-prepare-pretraining``
+    (:func:`veco_plugin.cli.config_flags.add_config_flags`)."""
 
-    text: str
-    shards: int
-    valid_lines: int
-    vocab_size: int
-    spm_alpha: float
-    spm_sample_lines: int
-    seed: int
-    spm_model: Optional[str] = None
-    dict: Optional[str] = None
+    text: str = field(metadata={"help": "TEXT/mono/<lang>/*.txt, TEXT/bi/<src>-<tgt>/"})
+    shards: int = field(default=1, metadata={"help": "number of shards"})
+    valid_lines: int = field(
+        default=1000,
+        metadata={
+            "help": "segments held out for validation per language and pair (shard0; 0: none)"
+        },
+    )
+    vocab_size: int = field(default=32000, metadata={"help": "sentencepiece pieces"})
+    spm_alpha: float = field(
+        default=0.3,
+        metadata={"help": "language sampling exponent of the sentencepiece sample (q ∝ p^α)"},
+    )
+    spm_sample_lines: int = field(
+        default=10_000_000,
+        metadata={"help": "lines of the sentencepiece training sample (at most; all languages)"},
+    )
+    seed: int = field(default=1, metadata={"help": "seed of the sentencepiece sample"})
+    spm_model: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "use this sentencepiece model (e.g. XLM-R's sentencepiece.bpe.model) "
+            "instead of training one"
+        },
+    )
+    dict: Optional[str] = field(
+        default=None,
+        metadata={"help": "with --spm-model: its fairseq dict.txt (default: made from it)"},
+    )
 
     def differences(self, other: "Settings") -> List[str]:
         """``--flag MINE (now THEIRS)`` for each setting that ``other`` changes."""
