@@ -21,6 +21,7 @@ Prediction PRED:
     aer       = 1 - (3 + 5) / (7 + 5) = 1 - 8/12 = 1/3       = 33.333...% -> 33.33
 """
 
+import gzip
 from fractions import Fraction
 
 import pytest
@@ -36,6 +37,7 @@ from veco_plugin.evaluation.aer import (
     parse_naacl_gold,
     parse_pharaoh_gold,
     percent,
+    read_lines,
 )
 
 SRC = "a b c\nd e f g\nh i\n"
@@ -349,3 +351,15 @@ def test_an_empty_gold_file_is_one_line(tmp_path):
     pred.write_text("0-0\n")
     with pytest.raises(VecoUserError, match=f"{gold} is empty: give the gold alignments"):
         evaluate_files(str(gold), str(pred))
+
+
+def test_read_lines_drops_line_ends_and_a_byte_order_mark_and_reads_gzip(tmp_path):
+    text = "\ufeff0-0 1-1\r\n2-2\n"
+    (tmp_path / "gold.txt").write_bytes(text.encode("utf-8"))
+    with gzip.open(tmp_path / "gold.txt.gz", "wb") as f:
+        f.write(text.encode("utf-8"))
+    for name in ("gold.txt", "gold.txt.gz"):
+        assert read_lines(str(tmp_path / name)) == ["0-0 1-1", "2-2"]
+    (tmp_path / "latin1.txt").write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(VecoUserError, match=r"--src .*latin1.txt line 2: not valid UTF-8.*iconv"):
+        read_lines(str(tmp_path / "latin1.txt"), "--src")

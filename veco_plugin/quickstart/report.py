@@ -35,6 +35,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from veco_plugin import fairseq_logs
+from veco_plugin.corpora.text import read_lines_strict
 from veco_plugin.objectives import OBJECTIVES, Objective, objective
 
 from .scheduler import read_stamp as _read_stamp_file
@@ -111,10 +112,10 @@ def pretrain_summary(run: str, init: str) -> Optional[Dict[str, Any]]:
 
 
 def read_lines(path: str) -> List[str]:
+    """The lines of a file a stage wrote; a missing one is a :class:`ReportError`."""
     if not os.path.isfile(path):
         raise ReportError(f"{path} not found")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    return read_lines_strict(path, keep_raw=True)
 
 
 def test_scores(run: str, init: str) -> Dict[str, Any]:
