@@ -234,9 +234,12 @@ def test_prepare_pretraining_flags_are_the_settings_fields(capsys):
     )
     args = parser.parse_args(["--text", "T", "--out", "O"])
     assert prepare_pretraining.settings_from_args(args) == Settings(os.path.abspath("T"))
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--text", "T", "--out", "O", "--vocab-size", "0"])
-    assert "argument --vocab-size: 0: pass 1 or more" in capsys.readouterr().err
+    counts = ["--shards", "--workers", "--threads", "--vocab-size", "--spm-sample-lines"]
+    for flag in counts:
+        for value, words in (("0", "0: pass 1 or more"), ("x", "invalid _positive value: 'x'")):
+            with pytest.raises(SystemExit):
+                parser.parse_args(["--text", "T", "--out", "O", flag, value])
+            assert f"error: argument {flag}: {words}\n" in capsys.readouterr().err
 
 
 def test_nested_configs_choices_read_functions_and_flag_order():
