@@ -24,7 +24,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..checkpoints.classifier import load_classifier
-from ..checkpoints.encoder import check_checkpoint_path
 from ..data.translated_dataset import VecoTranslatedDataset
 from ..errors import VecoUserError
 from ..outputs import check_output_file, write_text
@@ -181,7 +180,13 @@ def parse_checkpoints(values: Sequence[str]) -> List[Tuple[str, str]]:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
             raise VecoUserError(f"--checkpoint {value}: expected NAME=PATH")
-        check_checkpoint_path(path, f"--checkpoint {value}")
+        if os.path.isdir(path):
+            raise VecoUserError(
+                f"--checkpoint {value} is a directory: name the checkpoint file, e.g. "
+                f"{name}={os.path.join(path, 'checkpoint_best.pt')}"
+            )
+        if not os.path.isfile(path):
+            raise VecoUserError(f"--checkpoint {value}: no such file {path}")
         if name in [n for n, _ in out] or name.endswith("+tr"):
             raise VecoUserError(
                 f"--checkpoint {value}: the column {name} is taken (each NAME once; a plug-in "
