@@ -14,7 +14,7 @@ setup(
     description="fairseq plugin for VECO and XLM-Align cross-lingual pre-training, word "
     "alignment and translation",
     packages=find_packages(include=["veco_plugin", "veco_plugin.*"]),
-    python_requires=">=3.8",
+    python_requires=">=3.10",  # torch 2.13; dataclass kw_only, str.removeprefix
     install_requires=[
         "numpy<2",
         "hydra-core==1.3.2",

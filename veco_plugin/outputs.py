@@ -14,6 +14,7 @@ that directory on the same machine.
 import contextlib
 import glob
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -140,9 +141,11 @@ def _alive(pid: int) -> bool:
 def _remove_orphans(stages: str) -> None:
     """Remove the stages ``<stages><pid>-*`` whose process (on this machine: the host is
     in ``stages``) no longer runs."""
-    for stage in glob.glob(f"{glob.escape(stages)}*-*"):
-        pid = stage[len(stages) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+    for stage in glob.glob(f"{glob.escape(stages)}*"):
+        # exactly "<pid>-<mkdtemp's 8 characters>": not the stage of a host whose name
+        # extends this one's (host "node" must not read "node-12"'s stage as pid 12)
+        ours = re.fullmatch(r"(\d+)-[a-z0-9_]{8}", stage[len(stages) :])
+        if ours and not _alive(int(ours.group(1))):
             shutil.rmtree(stage, ignore_errors=True)
 
 

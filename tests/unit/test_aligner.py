@@ -264,6 +264,16 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
             "roberta_base",
             dict(encoder_embed_dim=64, encoder_ffn_embed_dim=128, encoder_attention_heads=4),
         ),
+        # pre-norm: the last layer's state is read before the encoder's final LayerNorm
+        (
+            "roberta_base",
+            dict(
+                encoder_embed_dim=64,
+                encoder_ffn_embed_dim=128,
+                encoder_attention_heads=4,
+                encoder_normalize_before=True,
+            ),
+        ),
     ],
 )
 def test_layer_states_stop_early_and_equal_robertas_inner_states(arch, sizes):

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -38,3 +39,14 @@ def test_a_running_commands_stage_is_left_alone(tmp_path):
             assert os.path.isdir(mine) and mine != other
         assert os.path.isdir(mine)
     assert _stages(out) == []
+
+
+def test_another_hosts_stage_is_left_alone(tmp_path):
+    """Host ``H`` must not read the stage of host ``H-4194300`` (pid 4567 there) as its pid
+    4194300, above this machine's pid_max."""
+    out = str(tmp_path / "out")
+    theirs = tmp_path / f".out.part-{socket.gethostname()}-4194300-4567-abcd_123"
+    theirs.mkdir()
+    with staged_dir(out) as stage:
+        open(os.path.join(stage, "whole.txt"), "w").write("whole")
+    assert theirs.is_dir()

@@ -1,5 +1,9 @@
 """fairseq checkpoints as the plugin reads and writes them.
 
+- ``encoder``: the one checked loader of every tool (``read_checkpoint``; ``load_encoder``
+  for veco-align, veco-retrieve, veco-export-hf; the dict.txt and sentencepiece model
+  beside a checkpoint); ``classifier``: any checkpoint as a sentence classifier
+  (veco-sentence-eval), read through ``read_checkpoint``;
 - ``trusted_load``: fairseq's own checkpoints under torch >= 2.6 (``weights_only``);
 - ``atomic``: checkpoint copies complete or absent, and resuming past a truncated one;
 - ``load_errors``: a checkpoint that cannot serve ends the run in one line;

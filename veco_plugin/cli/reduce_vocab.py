@@ -102,9 +102,11 @@ def distinct_files(paths: List[str]) -> List[str]:
     each dropped with a warning: the counts are of the data, not of how it was named."""
     seen: Dict[str, str] = {}
     for path in paths:
-        first = seen.setdefault(os.path.realpath(path), path)
-        if first is not path:
-            logger.warning("--data %s is %s again: counted once", path, first)
+        key = os.path.realpath(path)
+        if key in seen:
+            logger.warning("--data %s is %s again: counted once", path, seen[key])
+        else:
+            seen[key] = path
     return list(seen.values())
 
 

@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.data import Dictionary
@@ -26,9 +26,8 @@ from ..checkpoints.encoder import (
     check_checkpoint_path,
     find_spm_model,
     load_encoder,
-    not_a_spm_model,
+    load_spm_model,
 )
-from ..corpora.subwords import Encoder, spm_encoder
 from ..errors import VecoUserError
 from ..evaluation.aer import read_parallel
 from ..evaluation.retrieval import (
@@ -121,12 +120,15 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def _sentence_ids(
-    sides: Sequence[List[str]], model: RobertaModel, dictionary: Dictionary, encode: Encoder
+    sides: Sequence[List[str]], model: RobertaModel, dictionary: Dictionary, spm: Any
 ) -> List[List[List[int]]]:
-    """``<s> pieces </s>`` ids of the raw lines of each side; one warning counts the
-    sentences cut to the positions, one more says when most pieces are ``<unk>``."""
+    """``<s> pieces </s>`` ids of the raw lines of each side, cut into pieces by ``spm`` (a
+    ``SentencePieceProcessor``); one warning counts the sentences cut to the positions,
+    one more says when most pieces are ``<unk>``."""
     positions = int(model.max_positions())
-    encoded = [sentence_ids(encode(lines, ""), dictionary, positions) for lines in sides]
+    encoded = [
+        sentence_ids(spm.encode(lines, out_type=str), dictionary, positions) for lines in sides
+    ]
     cut = sum(n for _, n in encoded)
     if cut:
         logger.warning("%d sentences cut to the model's %d positions", cut, positions)
@@ -182,17 +184,14 @@ def main(args: argparse.Namespace) -> RetrievalResult:
         check_output_file(args.json, "--json", "retrieval.json", inputs)
     check_checkpoint_path(args.path)
     spm_model = find_spm_model(args.spm_model, args.path)
-    try:
-        encode = spm_encoder(spm_model)
-    except VecoUserError as exc:  # sentencepiece cannot parse it
-        raise VecoUserError(not_a_spm_model(spm_model, exc.__cause__ or exc)) from None
+    spm = load_spm_model(spm_model)
     device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
     model, dictionary = load_encoder(args.path, args.dict, device)
     layer = resolve_layer(model, args.layer, "retrieve")
     start = time.perf_counter()
     src, tgt = (
         embed(model, side, layer, dictionary.pad(), args.batch_size, not args.no_progress)
-        for side in _sentence_ids((src_lines, tgt_lines), model, dictionary, encode)
+        for side in _sentence_ids((src_lines, tgt_lines), model, dictionary, spm)
     )
     result = evaluate(src, tgt, layer=layer, scoring=args.scoring, k=k, search=args.search)
     logger.info(

@@ -60,16 +60,12 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import AbstractSet, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from ..corpora.text import read_lines_strict
 from ..errors import VecoUserError
-
-_FIX_ENCODING = "convert it with iconv -t utf-8"
 
 logger = logging.getLogger("veco_plugin.evaluation.aer")
 
@@ -128,21 +124,25 @@ def _error(name: str, lineno: int, message: str) -> VecoUserError:
 
 
 def read_lines(path: str, flag: str = "") -> List[str]:
-    """The lines of a UTF-8 text file (gzipped when it ends in ``.gz``) without their line
-    ends or a byte-order mark, which would glue itself to the first token; ``flag``
-    (``--src``) names the file in the messages."""
+    """The lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``);
+    ``flag`` (``--src``) names the file in the messages. Read in text mode, so that pipes
+    (``/dev/stdin``, ``<(zcat gold.gz)``) and lone ``\\r`` line ends work (``corpora.text``
+    reads regular files, gzipped or not, in binary)."""
     name = f"{flag} {path}" if flag else path
-    if os.path.isdir(path):
-        raise VecoUserError(f"{name} is a directory; give a file")
-    if not os.path.isfile(path):
-        raise VecoUserError(f"{name}: no such file")
     try:
-        lines = read_lines_strict(path, name, keep_raw=True, fix=_FIX_ENCODING)
+        # utf-8-sig: a byte-order mark would otherwise glue itself to the first token
+        with open(path, encoding="utf-8-sig") as f:
+            return [line.rstrip("\n") for line in f]
+    except FileNotFoundError:
+        raise VecoUserError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise VecoUserError(f"{name} is a directory; give a file") from None
+    except UnicodeDecodeError as exc:
+        raise VecoUserError(
+            f"{name}: not UTF-8 text (byte {exc.start}); convert it with iconv -t utf-8"
+        ) from None
     except OSError as exc:
         raise VecoUserError(f"{name}: cannot read ({exc.strerror})") from None
-    if lines:
-        lines[0] = lines[0].removeprefix("\ufeff")
-    return lines
 
 
 def read_parallel(src_path: str, tgt_path: str) -> Tuple[List[str], List[str]]:

@@ -78,17 +78,20 @@ def run_stream(
     With ``memory`` (S, B, C) every layer is plugged in (S stream, eqs. 6-9; VECO layers
     only); without it every layer is plugged out (H stream, eqs. 2-5), which is RoBERTa's
     forward for a fairseq RoBERTa/XLM-R ``encoder``. ``depth`` stops after that many
-    layers (default: all of them); the layers above are never run.
+    layers, the layers above never run, and hands back layer ``depth`` as it leaves its
+    block (RoBERTa's ``inner_states[depth]``); without it every layer runs, then the
+    encoder's final LayerNorm where it has one (pre-norm encoders).
 
     Returns:
-        the last layer run ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
-        ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer, after the
-        encoder's final LayerNorm where it has one).
+        the last state ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
+        ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer, normalized
+        as the returned state is).
     """
     padding_mask = tokens.eq(encoder.padding_idx)  # always passed: no host sync on .any()
     x = embed(encoder, tokens, positions).transpose(0, 1)
     kept = {0: x} if 0 in keep_layers else {}
-    for i, layer in enumerate(encoder.layers[:depth], start=1):
+    layers = encoder.layers if depth is None else encoder.layers[:depth]
+    for i, layer in enumerate(layers, start=1):
         if memory is None:
             x = layer(x, encoder_padding_mask=padding_mask)
         else:
@@ -100,7 +103,7 @@ def run_stream(
             )
         if i in keep_layers:
             kept[i] = x
-    if encoder.layer_norm is not None and len(encoder.layers[:depth]) == len(encoder.layers):
+    if encoder.layer_norm is not None and depth is None:
         x = encoder.layer_norm(x)
         if len(encoder.layers) in keep_layers:
             kept[len(encoder.layers)] = x
