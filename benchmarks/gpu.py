@@ -11,6 +11,8 @@ Stages, in order, each a ``benchmarks/run.py`` (or pytest) process of its own:
                would not fit 80 GB at this batch)
   max_tokens   veco_large, bf16: the largest batch of masked_lm and of ca_mlm without and
                with --checkpoint-activations
+  profile      veco_base, bf16: where the time of a masked_lm and a ca_mlm update goes
+               (``step_profile.py``: the GPU's busy share, its work by kind of kernel)
   tests        the tests that need a GPU (``benchmarks/gpu_only.py`` selects them)
 
 Writes ``OUT/<device>-<date>.json`` (device, torch, CUDA, per stage: command, dtype,
@@ -61,6 +63,20 @@ STAGES: Dict[str, List[str]] = {  # run.py flags on the GPU
         "ca_mlm,ca_mlm_nostopgrad,tlm",
     ],
     "max_tokens": ["--size", "veco_large", "--dtype", "bf16", "--max-tokens-search"],
+    "profile": [
+        "--size",
+        "veco_base",
+        "--dtype",
+        "bf16",
+        "--pairs",
+        "16",
+        *BATCH[:-2],  # two rounds: the profile, not the timing, is this stage's figure
+        "--rounds",
+        "2",
+        "--variants",
+        "ca_mlm",
+        "--profile",
+    ],
     "tests": [],  # pytest, not run.py
 }
 # --dry-run: appended to every run.py stage (argparse: the last value wins)
@@ -208,7 +224,7 @@ def markdown(results: Dict[str, Any]) -> str:
     commands = []
     for name, stage in stages.items():
         r = stage.get("result")
-        if name in ("tests", "max_tokens") or r is None:
+        if name in ("tests", "max_tokens", "profile") or r is None:
             continue
         commands.append(f"- {name}: `{stage['command']}`")
         names = [k[: -len("_tokens_per_s")] for k in r if k.endswith("_tokens_per_s")]
@@ -223,7 +239,7 @@ def markdown(results: Dict[str, Any]) -> str:
                 f"| {r[f'{n}_peak_mem_mb'] / 1024:.2f} | {r.get(f'{n}_mem_ratio', 1.0):.2f} |"
             )
     met = [f"- {name}: {against_targets(name, s['result'])}" for name, s in stages.items()
-           if "ca_mlm_time_ratio" in s.get("result", {})]  # fmt: skip
+           if name != "profile" and "ca_mlm_time_ratio" in s.get("result", {})]  # fmt: skip
     if met:
         lines += ["", "Issue 23's targets for ca_mlm:", "", *met]
     search = stages.get("max_tokens", {}).get("result")
@@ -241,11 +257,34 @@ def markdown(results: Dict[str, Any]) -> str:
                 f"| {search[ckpt]:,} | {search[f'{ckpt}_peak_mem_mb'] / 1024:.2f} |"
             )
         commands.append(f"- max_tokens: `{stages['max_tokens']['command']}`")
+    profiled = stages.get("profile", {}).get("result")
+    if profiled:
+        lines += [
+            "",
+            "Where a bf16 veco_base update's time goes (`--profile`): the share of the "
+            "wall time the GPU was busy, and each kind of kernel's share of that work:",
+            "",
+        ]
+        lines += profile_table(profiled)
+        commands.append(f"- profile: `{stages['profile']['command']}`")
     tests = stages.get("tests")
     if tests and "passed" in tests:
         lines += ["", f"GPU tests: {tests['passed']} passed, {tests['failed']} failed, "
                       f"{tests['skipped']} skipped (`{tests['command']}`)"]  # fmt: skip
     return "\n".join(lines + ["", "Commands:", "", *commands, ""])
+
+
+def profile_table(r: Dict[str, Any]) -> List[str]:
+    names = sorted(
+        {k[: -len("_busy")] for k in r if k.endswith("_busy")}, key=lambda n: n != "masked_lm"
+    )
+    kinds = sorted({k.split("_share_", 1)[1] for k in r if "_share_" in k})
+    lines = ["| objective | GPU busy | " + " | ".join(kinds) + " |"]
+    lines.append("| --- | ---: | " + " | ".join("---:" for _ in kinds) + " |")
+    for n in names:
+        shares = " | ".join(f"{100 * r.get(f'{n}_share_{k}', 0.0):.1f}%" for k in kinds)
+        lines.append(f"| {n} | {100 * r[f'{n}_busy']:.0f}% | {shares} |")
+    return lines
 
 
 def against_targets(stage: str, r: Dict[str, Any]) -> str:

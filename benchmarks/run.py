@@ -73,6 +73,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's veco_plugin, installed or not
 import flops  # noqa: E402
 from common import encoder_size_flags, toy_dictionary, write_json  # noqa: E402
+from step_profile import profile_updates  # noqa: E402
 
 PIECES_PER_WORD = (0.6, 0.3, 0.1)  # share of words of 1, 2, 3 pieces
 SHAPE = {"layers": 4, "dim": 256, "ffn": 1024, "heads": 4, "vocab": 8000}  # without --size
@@ -112,6 +113,11 @@ def parse_args(argv=None):
     p.add_argument("--beam-sentences", type=int, default=16)
     p.add_argument("--skip-nmt", action="store_true")
     p.add_argument("--max-tokens-search", action="store_true")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile each variant's update: the device's busy share, its work by kind",
+    )
     p.add_argument("--search-length", type=int, default=250, help="tokens a sentence")
     p.add_argument("--search-max-pairs", type=int, default=4096, help="pairs a sub-batch")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -538,8 +544,26 @@ def pretraining(a) -> Dict[str, Optional[float]]:
         result.update(
             dwa_selflabel_share=labelling["selflabel"], sinkhorn_share=labelling["sinkhorn"]
         )
+    if a.profile:
+        result.update(profiles(a, v, names, batch))
     scratch.cleanup()
     return result
+
+
+def profiles(a, v: Variants, names: Sequence[str], batch: Dict) -> Dict[str, float]:
+    """``step_profile`` of each variant's update: ``<variant>_busy`` (the device's share of
+    the wall time) and ``<variant>_share_<kind>`` (each kind's share of that work)."""
+    out: Dict[str, float] = {}
+    rows = {n: profile_updates(lambda n=n: v.update(n, batch), a.device) for n in names}
+    kinds = sorted({k for r in rows.values() for k in r} - {"busy", "ms_per_update"})
+    print(f"\nwhere an update's time goes (--profile, {a.device}): busy = the device's share")
+    print(f"{'objective':<22}{'ms':>8}{'busy':>7}" + "".join(f"{k[:12]:>13}" for k in kinds))
+    for name, r in rows.items():
+        shares = "".join(f"{100 * r.get(k, 0.0):>12.1f}%" for k in kinds)
+        print(f"{name:<22}{r['ms_per_update']:>8.1f}{100 * r['busy']:>6.0f}%{shares}")
+        out[f"{name}_busy"] = r["busy"]
+        out.update({f"{name}_share_{k}": r.get(k, 0.0) for k in kinds})
+    return out
 
 
 def largest_fitting(fits: Callable[[int], bool], limit: int) -> Tuple[int, List[Tuple[int, bool]]]:

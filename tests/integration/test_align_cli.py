@@ -4,6 +4,7 @@ import re
 import shutil
 
 import pytest
+import torch
 
 from tests.helpers.runner import REPO, roberta_checkpoint, run
 
@@ -105,3 +106,20 @@ def test_bad_input_is_one_line(pretrain_data, pairs, tmp_path):
         f"veco-align: error: --src {src_file} has {len(src)} lines but --tgt {short} has 1; "
         "give line-aligned files, one sentence per line"
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (--fp16 runs on a GPU)")
+def test_fp16_links_as_fp32(pretrain_data, cold_start, tmp_path):
+    args = ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
+    args += ["--dict", f"{pretrain_data}/dict.txt"]
+    args += ["--src", f"{TEXT}/valid.en", "--tgt", f"{TEXT}/valid.de"]
+    links = {}
+    for precision in ("fp32", "fp16"):
+        output = tmp_path / f"{precision}.align"
+        extra = ["--fp16"] if precision == "fp16" else []
+        run("veco-align", [*args, *extra, "--output", output])
+        links[precision] = [set(line.split()) for line in output.read_text().splitlines()]
+    same = sum(len(a & b) for a, b in zip(links["fp32"], links["fp16"]))
+    total = sum(len(a | b) for a, b in zip(links["fp32"], links["fp16"]))
+    assert same / max(total, 1) > 0.9, (same, total)

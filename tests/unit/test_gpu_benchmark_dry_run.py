@@ -12,7 +12,7 @@ import pytest
 from tests.helpers.runner import REPO, env
 
 BENCHMARKS = os.path.join(REPO, "benchmarks")
-STAGES = ["base_bf16", "base_fp16", "large_bf16", "max_tokens", "tests"]
+STAGES = ["base_bf16", "base_fp16", "large_bf16", "max_tokens", "profile", "tests"]
 
 
 def load(name):
@@ -69,6 +69,11 @@ def test_every_stage_writes_its_figures(dry_run):
     for key in ("max_tokens_masked_lm", "max_tokens_ca_mlm_checkpointed"):
         assert search[key] > 0 and search[f"{key}_pairs"] == 3  # --search-max-pairs
         assert search[f"{key}_peak_mem_mb"] > 0
+    profiled = result["stages"]["profile"]["result"]
+    for variant in ("masked_lm", "ca_mlm"):
+        shares = {k: v for k, v in profiled.items() if k.startswith(f"{variant}_share_")}
+        assert 0 < profiled[f"{variant}_busy"] and abs(sum(shares.values()) - 1) < 1e-6
+        assert shares[f"{variant}_share_matmul"] > 0, shares
     assert (
         search["max_tokens_ca_mlm_checkpointed_peak_mem_mb"]
         < search["max_tokens_ca_mlm_peak_mem_mb"]
@@ -89,6 +94,7 @@ def test_readme_tables(dry_run):
     assert "| ca_mlm | " in md.split("Largest batch")[1]
     assert "- base_bf16: " in md.split("targets for ca_mlm")[1]
     assert "GPU tests: 0 passed, 0 failed" in md
+    assert "| ca_mlm | " in md.split("time goes")[1] and "- profile: `" in md
 
 
 def test_previous_keeps_finished_stages(dry_run, tmp_path):

@@ -135,20 +135,7 @@ def test_the_dispatch_guard_sees_boolean_indexing():
     assert list(ops.calls.values()) == [1] and not ops.plugin_calls()
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        *CRITERIA[:-1],
-        pytest.param(
-            "weam",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="VecoModel._exchange (models/veco.py) selects the exchanged "
-                "positions with boolean masks",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("name", CRITERIA)
 def test_no_data_dependent_op_from_plugin_code(name, tmp_path):
     run = step(name, tmp_path)
     run()

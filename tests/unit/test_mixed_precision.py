@@ -1,7 +1,6 @@
 """Mixed precision: each objective's loss and gradients under autocast equal fp32's within
 what the dtype resolves, on every device at hand (bf16 on CPU; bf16 and fp16 on CUDA,
-marked ``gpu``);
-``veco-align --fp16`` links as fp32 does on CUDA.
+marked ``gpu``). ``veco-align --fp16``: tests/integration/test_align_cli.py.
 
 Tolerances, from the spread over seeds 0-5 of veco_tiny (3 layers) on the toy pairs: the
 loss's relative difference under CPU bf16 autocast is at most 7e-5 for ca_mlm and tlm,
@@ -13,7 +12,6 @@ gradients' cosine similarity to fp32's is at least 0.9997.
 import pytest
 import torch
 
-from tests.helpers.runner import run
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
 from veco_plugin.objectives import build_criterion
 
@@ -63,21 +61,3 @@ def test_autocast_equals_fp32_within_the_dtype(name, device, dtype):
         assert abs(float(loss / loss32) - 1) < LOSS_TOLERANCE[name], (float(loss), float(loss32))
         cosine = torch.nn.functional.cosine_similarity(grad, grad32, dim=0)
         assert cosine > 0.998, float(cosine)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not CUDA, reason="needs CUDA (veco-align --fp16 runs on a GPU only)")
-def test_veco_align_fp16_links_as_fp32(pretrain_data, cold_start, tmp_path):
-    text = "tests/fixtures/text"
-    args = ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
-    args += ["--dict", f"{pretrain_data}/dict.txt"]
-    args += ["--src", f"{text}/valid.en", "--tgt", f"{text}/valid.de"]
-    links = {}
-    for precision in ("fp32", "fp16"):
-        output = tmp_path / f"{precision}.align"
-        extra = ["--fp16"] if precision == "fp16" else []
-        run("veco-align", [*args, *extra, "--output", output])
-        links[precision] = [set(line.split()) for line in output.read_text().splitlines()]
-    same = sum(len(a & b) for a, b in zip(links["fp32"], links["fp16"]))
-    total = sum(len(a | b) for a, b in zip(links["fp32"], links["fp16"]))
-    assert same / max(total, 1) > 0.9, (same, total)

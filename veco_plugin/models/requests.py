@@ -28,7 +28,8 @@ class Pointer:
 class Exchange:
     """WEAM's cross-lingual prediction (eqs. 5-8) from the last layer of a concatenated
     pair: ``links`` (B, W, W) bool in the pair layout, read at ``select_x`` /
-    ``select_y`` (B, W) bool."""
+    ``select_y`` (B, W) bool, the masked positions of each half (``split_mask``): as
+    many as the request's ``masked`` holds, whose logits give their count."""
 
     links: Tensor
     first_lengths: Tensor
@@ -106,8 +107,8 @@ class PointerOutput:
 @dataclass(frozen=True)
 class PlugOutOutput:
     """``hidden`` {layer: (B, T, C)} of ``PlugOut.layers``; ``logits`` (M, V) at the M
-    masked positions, row-major; ``pointer``; ``exchange_logits`` (M', V) at the
-    selected positions, x's rows then y's."""
+    masked positions, row-major; ``pointer``; ``exchange_logits`` (M, V) at the
+    same masked positions, x's rows then y's."""
 
     hidden: Dict[int, Tensor] = field(default_factory=dict)
     logits: Optional[Tensor] = None

@@ -20,7 +20,13 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor
 
 from ..errors import VecoUserError
-from ..modules.pair_layout import reset_positions, split_pair, swap_halves, word_positions
+from ..modules.pair_layout import (
+    reset_positions,
+    selected,
+    split_pair,
+    swap_halves,
+    word_positions,
+)
 from ..modules.pointer_network import VecoPointerNetwork
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder
 from ..modules.word_exchange import VecoWordExchangeHead, exchange
@@ -138,28 +144,29 @@ class VecoModel(RobertaModel):
         keep = tuple(request.layers) + ((pointer.layer,) if pointer else ())
         last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=keep)
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
+        last = last.transpose(0, 1)  # (B, T, C)
+        logits = None if request.masked is None else self._logits(last, request.masked)
         return PlugOutOutput(
             hidden={k: hidden[k] for k in request.layers},
-            logits=(
-                None
-                if request.masked is None
-                else self._logits(last.transpose(0, 1), request.masked)
-            ),
+            logits=logits,
             pointer=self._point(tokens, hidden[pointer.layer], pointer) if pointer else None,
             exchange_logits=(
-                self._exchange(last.transpose(0, 1), request.exchange) if request.exchange else None
+                self._exchange(last, request.exchange, logits) if request.exchange else None
             ),
         )
 
-    def _exchange(self, last: Tensor, request: Exchange) -> Tensor:
-        """WEAM eqs. 5-8 on ``last`` (B, T, C) = H^L of the concatenated pair."""
+    def _exchange(self, last: Tensor, request: Exchange, logits: Optional[Tensor]) -> Tensor:
+        """WEAM eqs. 5-8 on ``last`` (B, T, C) = H^L of the concatenated pair, at the M
+        masked positions of ``logits`` (M, V) (the MLM head's, which learned M on the
+        host: the rows here are selected without another sync) -> (M, V)."""
         if self.exchange is None:
             raise ValueError("this veco model has no word-exchange head (build_extension)")
+        if logits is None:
+            raise ValueError("an Exchange request needs the masked positions' logits (masked)")
         x, y = split_pair(last, request.first_lengths, request.links.size(1))  # (B, W, C)
-        x_read, y_read = exchange(x, y, request.links)  # eq. 5
-        features = torch.cat(
-            [self.exchange(x_read)[request.select_x], self.exchange(y_read)[request.select_y]]
-        )
+        read = torch.stack(exchange(x, y, request.links))  # eq. 5, (2, B, W, C)
+        select = torch.stack([request.select_x, request.select_y])  # (2, B, W)
+        features = self.exchange(selected(read, select, logits.size(0)))  # (M, C)
         head = self.encoder.lm_head  # eq. 8: linear(.) . e_k with the tied embeddings
         return F.linear(head.layer_norm(features), head.weight) + head.bias
 

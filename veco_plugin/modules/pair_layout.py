@@ -46,11 +46,42 @@ def word_positions(
         (B, W) bool masks of the ``x`` and ``y`` halves (see ``split_pair``).
     """
     piece = tokens.ne(pad) & tokens.ne(bos) & tokens.ne(eos)
-    x_piece, y_piece = split_pair(piece, first_lengths, width)
-    steps = torch.arange(width, device=tokens.device).unsqueeze(0)
+    return split_mask(piece, first_lengths, tokens.ne(pad).sum(1), width)
+
+
+def split_mask(
+    mask: Tensor, first_lengths: Tensor, lengths: Tensor, width: int
+) -> Tuple[Tensor, Tensor]:
+    """The two halves of a mask over a concatenated pair, each position of ``x ‖ y``
+    in exactly one half (so the halves hold as many True as ``mask``).
+
+    Args:
+        mask: (B, T) bool over the concatenation ``x ‖ y``
+        first_lengths: (B,) ``|x|``; lengths: (B,) ``|x| + |y|``
+    Returns:
+        (B, W) bool: ``mask`` at x's first ``|x|`` positions and at y's first ``|y|``
+        (see ``split_pair``), False past them.
+    """
+    x_half, y_half = split_pair(mask, first_lengths, width)
+    steps = torch.arange(width, device=mask.device).unsqueeze(0)
     first = first_lengths.unsqueeze(1)
-    second = tokens.ne(pad).sum(1, keepdim=True) - first
-    return x_piece & (steps < first), y_piece & (steps < second)
+    return x_half & (steps < first), y_half & (steps < lengths.unsqueeze(1) - first)
+
+
+def selected(values: Tensor, select: Tensor, count: int) -> Tensor:
+    """``values[select]`` (count, ...) in row-major order, without a host sync.
+
+    Boolean indexing waits for the device to learn the result's size, while ``count``
+    (the number of True in ``select``, e.g. the rows of logits the LM head computed at
+    those positions) is known on the host. A stable sort puts the selected positions
+    first, in order.
+
+    Args:
+        values: (*S, ...) with ``select``'s shape S leading
+        select: (*S) bool
+    """
+    order = torch.sort(select.flatten().logical_not().to(torch.uint8), stable=True).indices
+    return values.flatten(0, select.dim() - 1)[order[:count]]
 
 
 def reset_positions(tokens: Tensor, first_lengths: Tensor, padding_idx: int) -> Tensor:

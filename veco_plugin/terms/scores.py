@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..modules.pair_layout import selected
+
 
 def token_scores(logits: Tensor, target: Tensor) -> Tuple[Tensor, Tensor]:
     """Per-token CE (M,) and correctness (M,) of ``logits`` (M, V) against ``target`` (M,)."""
@@ -23,15 +25,6 @@ def summed(loss: Tensor, correct: Tensor, select: Optional[Tensor] = None) -> Di
 def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Any]:
     """The token term of ``logits`` (M, V) against ``target`` (M,)."""
     return summed(*token_scores(logits, target))
-
-
-def selected(values: Tensor, select: Tensor, count: int) -> Tensor:
-    """``values[select]`` (count,) in row-major order, without a host sync: boolean
-    indexing waits for the device to learn the result's size, while ``count`` (the
-    number of True in ``select``, e.g. the rows of logits computed at those positions)
-    is known on the host. A stable sort puts the selected positions first, in order."""
-    order = torch.sort(select.flatten().logical_not().to(torch.uint8), stable=True).indices
-    return values.flatten()[order[:count]]
 
 
 def targets_at(target: Tensor, pad: int, count: int) -> Tuple[Tensor, Tensor]:

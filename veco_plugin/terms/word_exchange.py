@@ -15,9 +15,9 @@ import torch
 
 from ..errors import VecoUserError
 from ..models.requests import Exchange
-from ..modules.pair_layout import split_pair
+from ..modules.pair_layout import selected, split_mask, split_pair
 from .base import VecoTerm
-from .scores import masked_cross_entropy, selected
+from .scores import summed, token_scores
 from .translation_lm import concat_request
 
 MISSING_LINKS = (
@@ -29,35 +29,39 @@ MISSING_LINKS = (
 
 class WordExchangeTerm(VecoTerm):
     """``bi_cp``: summed CE of the exchanged predictions, one per masked piece with at
-    least one aligned partner (x side then y side)."""
+    least one aligned partner (x side then y side). The model predicts at every masked
+    piece (as many rows as the MLM head, so no host sync learns a count); the pieces
+    without a partner are left out of the sum."""
 
     keys = ("bi_cp",)
     extensions = ("exchange",)
     reads_links = True
 
-    def _selection(self, batch):
-        """Masked pieces (B, W) of each side that have a partner."""
+    def _masked(self, batch):
+        """The masked pieces (2, B, W) of each side, x then y, and whether each has a
+        partner (2, B, W)."""
         if "links" not in batch:
             raise VecoUserError(MISSING_LINKS)
         links, first = batch["links"], batch["first_lengths"]
-        x_masked, y_masked = split_pair(batch["concat_target"].ne(self.pad), first, links.size(1))
-        return x_masked & links.any(2), y_masked & links.any(1)
+        lengths = batch["concat_tokens"].ne(self.pad).sum(1)
+        halves = split_mask(batch["concat_target"].ne(self.pad), first, lengths, links.size(1))
+        return torch.stack(halves), torch.stack([links.any(2), links.any(1)])
 
     def requests(self, kind, batch, requests):
         if kind != "bi":
             return
-        select_x, select_y = self._selection(batch)
+        (select_x, select_y), _ = self._masked(batch)
         parts = Exchange(batch["links"], batch["first_lengths"], select_x, select_y)
-        concat_request(requests, batch, self.cfg.tlm_reset_positions, exchange=parts)
+        masked = batch["concat_target"].ne(self.pad)
+        concat_request(requests, batch, self.cfg.tlm_reset_positions, masked=masked, exchange=parts)
 
     def add(self, kind, batch, outputs, terms):
         if kind != "bi":
             return
-        select_x, select_y = self._selection(batch)
-        width = select_x.size(1)
-        x_gold, y_gold = split_pair(batch["concat_target"], batch["first_lengths"], width)
-        logits = outputs["bi_tlm"].exchange_logits  # (M', V)
-        gold = selected(  # (M',) x's rows first
-            torch.stack([x_gold, y_gold]), torch.stack([select_x, select_y]), logits.size(0)
-        )
-        terms["bi_cp"] = dict(masked_cross_entropy(logits, gold), key="bi_cp")
+        masked, linked = self._masked(batch)
+        x_gold, y_gold = split_pair(batch["concat_target"], batch["first_lengths"], masked.size(2))
+        logits = outputs["bi_tlm"].exchange_logits  # (M, V)
+        count = logits.size(0)
+        gold = selected(torch.stack([x_gold, y_gold]), masked, count)  # (M,) x's rows first
+        scores = token_scores(logits, gold)
+        terms["bi_cp"] = dict(summed(*scores, selected(linked, masked, count)), key="bi_cp")
