@@ -13,7 +13,9 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
 ``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
 ``train_flags``                     fairseq-train's start-up checks (the batch size)
 ``warning_filters``                 torch's warnings about fairseq's own calls, silenced
-``distributed.launch``              torchrun and Slurm on machines without GPUs
+``distributed.launch``              torchrun and Slurm on machines without GPUs; the
+                                    process ends after torch's excepthook has written
+``distributed.cpu_ddp``             fairseq's ``pytorch_ddp`` wrapping of a CPU model
 ``distributed.save_dir_lock``       one training run per ``--save-dir``
 ==================================  =====================================================
 
@@ -30,7 +32,7 @@ def install() -> None:
     from . import train_flags, warning_filters
     from .checkpoints import atomic, load_errors, trusted_load
     from .data import binarized
-    from .distributed import launch, save_dir_lock
+    from .distributed import cpu_ddp, launch, save_dir_lock
 
     trusted_load.install()
     atomic.install()
@@ -39,4 +41,5 @@ def install() -> None:
     train_flags.install()
     warning_filters.install()
     launch.install()
+    cpu_ddp.install()
     save_dir_lock.install()

@@ -14,7 +14,6 @@ import sys
 import torch
 import torch.distributed as dist
 from fairseq.dataclass.configs import DistributedTrainingConfig
-from fairseq.distributed import ModuleProxyWrapper
 from fairseq.models.distributed_fairseq_model import DistributedFairseqModel
 
 from tests.helpers.toy import ToyTask, build, diagonal_links, pair_dataset, toy_dictionary
@@ -37,19 +36,11 @@ def sample(d, first: int, count: int, bi_count=None):
 
 
 def wrap(model, backend: str, find_unused: bool):
+    """The model as fairseq's trainer wraps it for ``--ddp-backend BACKEND`` (its own
+    ``DistributedFairseqModel``, device id 0 as on one GPU node)."""
     cfg = DistributedTrainingConfig(
         ddp_backend=backend, find_unused_parameters=find_unused, tpu=False
     )
-    if backend in ("pytorch_ddp", "c10d"):
-        # fairseq's DistributedFairseqModel minus device_ids=[args.device_id], which
-        # torch refuses for CPU modules: the same DDP + ModuleProxyWrapper stack.
-        ddp = torch.nn.parallel.DistributedDataParallel(
-            model,
-            broadcast_buffers=cfg.broadcast_buffers,
-            bucket_cap_mb=cfg.bucket_cap_mb,
-            find_unused_parameters=find_unused,
-        )
-        return ModuleProxyWrapper(ddp)
     return DistributedFairseqModel(cfg, model, dist.group.WORLD, torch.device("cpu"))
 
 

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Type
 
+import torch
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion
 from fairseq.dataclass import FairseqDataclass
@@ -50,12 +51,14 @@ def weighted_families(weights: Mapping[str, float]) -> List[Type[VecoTerm]]:
 def refuse_idle_parameters(cfg: DdpSettings, who: str, idle: str) -> None:
     """``who`` (a flag) leaves ``idle`` without gradient: torch's DistributedDataParallel
     (``--ddp-backend pytorch_ddp``/``c10d``, more than one process) raises at the second
-    update unless ``--find-unused-parameters``; refuse that up front, in one line."""
-    if (
-        cfg.distributed_world_size > 1
-        and cfg.ddp_backend in ("pytorch_ddp", "c10d")
-        and not cfg.find_unused_parameters
-    ):
+    update unless ``--find-unused-parameters``; refuse that up front, in one line.
+
+    The world is the process group's when one is up: fairseq resolves ``cfg``'s
+    interpolations when it parses the command line, before a launcher (torchrun, srun)
+    has set the world size, so ``cfg.distributed_world_size`` still says 1 there."""
+    group = torch.distributed.is_available() and torch.distributed.is_initialized()
+    world = max(cfg.distributed_world_size, torch.distributed.get_world_size() if group else 1)
+    if world > 1 and cfg.ddp_backend in ("pytorch_ddp", "c10d") and not cfg.find_unused_parameters:
         raise VecoUserError(
             f"{who} leaves {idle} idle, which --ddp-backend {cfg.ddp_backend} refuses: "
             "add --find-unused-parameters (or use legacy_ddp)"

@@ -28,7 +28,7 @@ from typing import Mapping, Optional
 
 import torch
 
-from ..errors import VecoUserError
+from ..errors import VecoUserError, end_after_outer_hook
 from ..patching import wrap_once
 
 logger = logging.getLogger(__name__)
@@ -127,8 +127,21 @@ def _cpu_launch(infer_init_method):
     return wrapper
 
 
+def _ends_after_torchs_hook(init_process_group):
+    @functools.wraps(init_process_group)
+    def wrapper(*args, **kwargs):
+        result = init_process_group(*args, **kwargs)
+        end_after_outer_hook()  # torch's excepthook now wraps the plugin's
+        return result
+
+    return wrapper
+
+
 def install() -> None:
-    """Wrap fairseq's ``infer_init_method`` (``call_main`` looks it up in its module)."""
+    """Wrap fairseq's ``infer_init_method`` (``call_main`` looks it up in its module) and
+    torch's ``init_process_group`` (fairseq calls it as ``torch.distributed``'s)."""
     from fairseq.distributed import utils
 
     wrap_once(utils, "infer_init_method", _cpu_launch, "cpu_launch")
+    if torch.distributed.is_available():
+        wrap_once(torch.distributed, "init_process_group", _ends_after_torchs_hook, "ends")
