@@ -47,6 +47,8 @@ setup(
             "protobuf",
             "safetensors",
             "faiss-cpu",
+            # the oracle of veco-tag-eval's F1 (XTREME scores tagging with seqeval)
+            "seqeval",
         ],
         # veco-export-hf: the Hugging Face XLM-R directory (imported only by that command);
         # 4.x and 5.x: the export writes tokenizer.json itself (5.x has no sentencepiece
@@ -74,6 +76,8 @@ setup(
             "veco_plugin.cli.prepare_sentence_prediction:cli_main",
             "veco-gettext-paraphrase = veco_plugin.cli.gettext_paraphrase:cli_main",
             "veco-sentence-eval = veco_plugin.cli.sentence_prediction_eval:cli_main",
+            "veco-prepare-tagging = veco_plugin.cli.prepare_tagging:cli_main",
+            "veco-tag-eval = veco_plugin.cli.tag_eval:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",

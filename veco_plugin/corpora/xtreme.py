@@ -30,7 +30,7 @@ import filecmp
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.data import Dictionary, indexed_dataset
@@ -148,11 +148,16 @@ def label_dictionary(labels: Sequence[str]) -> Dictionary:
 
 
 def _binarize(lines: Sequence[str], dictionary: Dictionary, prefix: str) -> None:
+    rows = (dictionary.encode_line(line, add_if_not_exist=False, append_eos=True) for line in lines)
+    binarize_ids(rows, len(dictionary), prefix)
+
+
+def binarize_ids(rows: Iterable[Sequence[int]], vocab_size: int, prefix: str) -> None:
+    """``prefix.{bin,idx}``: fairseq's mmap indexed dataset of ``rows`` of ids."""
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
-    builder = indexed_dataset.make_builder(prefix + ".bin", impl="mmap", vocab_size=len(dictionary))
-    for line in lines:
-        ids = dictionary.encode_line(line, add_if_not_exist=False, append_eos=True)
-        builder.add_item(torch.IntTensor(ids))
+    builder = indexed_dataset.make_builder(prefix + ".bin", impl="mmap", vocab_size=vocab_size)
+    for ids in rows:
+        builder.add_item(torch.IntTensor(list(ids)))
     builder.finalize(prefix + ".idx")
 
 
@@ -197,7 +202,7 @@ def read_splits(splits: Dict[str, Tuple[str, Optional[str]]], layout: str) -> Di
     return read
 
 
-def _load_tokens(dictionary: str) -> Dictionary:
+def load_tokens(dictionary: str) -> Dictionary:
     """The token dictionary (``--dict``)."""
     try:
         return load_dictionary(dictionary)
@@ -205,7 +210,7 @@ def _load_tokens(dictionary: str) -> Dictionary:
         raise VecoUserError(f"--dict {exc}") from None
 
 
-def _check_known(lines: Sequence[str], tokens: Dictionary, spm_model: str, dictionary: str):
+def check_dictionary(lines: Sequence[str], tokens: Dictionary, spm_model: str, dictionary: str):
     """Refuse a dictionary that is not the sentencepiece model's: most of the pieces of
     ``lines`` (the train split's, encoded; the first :data:`CHECKED_LINES`) would read as
     ``<unk>``."""
@@ -254,7 +259,7 @@ def prepare(
     appear only once all are written (:func:`..outputs.staged_dir`)."""
     check_output_dir(output, "--output")
     read = read_splits(splits, layout)
-    tokens = _load_tokens(dictionary)
+    tokens = load_tokens(dictionary)
     encode = spm_encoder(spm_model)
     encoded: Dict[Tuple[str, str, int], List[str]] = {}
     for name, split in read.items():
@@ -264,7 +269,7 @@ def prepare(
             encoded[key, name, 0] = encode_lines(encode, [e.first for e in rows])
             if rows[0].second is not None:
                 encoded[key, name, 1] = encode_lines(encode, [e.second or "" for e in rows])
-    _check_known(encoded["input", "train", 0], tokens, spm_model, dictionary)
+    check_dictionary(encoded["input", "train", 0], tokens, spm_model, dictionary)
     labels = label_dictionary([e.label for e in read["train"].examples])
     check_existing(output, dictionary, labels)
     with staged_dir(output) as stage:

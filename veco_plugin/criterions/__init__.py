@@ -1,3 +1,12 @@
 """Registered criterions (register by import)."""
 
-from . import align_mlm, ca_mlm, dwa, tlm, veco_sentence_prediction, veco_terms, weam  # noqa: F401
+from . import (  # noqa: F401
+    align_mlm,
+    ca_mlm,
+    dwa,
+    tlm,
+    veco_sentence_prediction,
+    veco_tagging,
+    veco_terms,
+    weam,
+)

@@ -1,0 +1,101 @@
+"""veco_tagging's model and criterion: plug-out token logits == a stock fairseq RoBERTa
+with the same weights and head (its head read at every position), the loss is the
+cross-entropy of the tagged pieces alone, and a saved head comes back through RoBERTa's
+``upgrade_state_dict_named`` as a token head."""
+
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+
+from tests.helpers.toy import build, random_tokens, toy_dictionary
+from veco_plugin.criterions.veco_tagging import VecoTaggingCriterion, VecoTaggingCriterionConfig
+from veco_plugin.models.veco_token_tagger import VecoTokenClassificationHead, VecoTokenTagger
+
+HEAD = "tagging"
+TAGS = 5
+
+
+def tagger(d, seed: int = 1) -> VecoTokenTagger:
+    base = build("veco_tiny", d, seed=seed, pooler_dropout=0.0)
+    model = VecoTokenTagger(base.args, base.encoder)
+    model.register_classification_head(HEAD, num_classes=TAGS)
+    return model.eval()
+
+
+def test_token_logits_equal_fairseq_robertas_head_at_every_position():
+    d = toy_dictionary()
+    veco = tagger(d)
+    roberta = build(
+        "roberta",
+        d,
+        seed=2,
+        encoder_layers=2,
+        encoder_embed_dim=64,
+        encoder_ffn_embed_dim=256,
+        encoder_attention_heads=4,
+        pooler_dropout=0.0,
+    ).eval()
+    roberta.register_classification_head(HEAD, num_classes=TAGS)
+    roberta.load_state_dict(
+        {k: v for k, v in veco.state_dict().items() if ".cross_attn" not in k}, strict=True
+    )
+    tokens = random_tokens(d, 4, 9, pad_tail=3)
+    with torch.no_grad():
+        ours, _ = veco(tokens, features_only=True, classification_head_name=HEAD)
+        features, _ = roberta(tokens, features_only=True)
+        head = roberta.classification_heads[HEAD]  # RoBERTa's head reads position 0
+        theirs = torch.stack([head(features[:, t:]) for t in range(tokens.size(1))], dim=1)
+    assert ours.shape == (4, 9, TAGS)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+
+
+def test_loss_is_the_cross_entropy_of_the_tagged_pieces():
+    d = toy_dictionary()
+    labels = toy_dictionary(0)
+    for tag in ("ADJ", "DET", "NOUN", "PUNCT", "VERB"):
+        labels.add_symbol(tag)
+    task = SimpleNamespace(label_dictionary=labels)
+    model = tagger(d)
+    criterion = VecoTaggingCriterion(
+        VecoTaggingCriterionConfig(classification_head_name=HEAD), task
+    )
+    tokens = random_tokens(d, 3, 8, pad_tail=2)
+    target = torch.full_like(tokens, labels.pad())
+    target[:, 1:6:2] = torch.tensor([[4, 6, 8], [5, 7, 4], [8, 8, 6]])  # first pieces
+    sample = {
+        "net_input": {"src_tokens": tokens, "src_lengths": tokens.ne(d.pad()).sum(1)},
+        "target": target,
+        "ntokens": int(tokens.ne(d.pad()).sum()),
+        "nsentences": 3,
+    }
+    with torch.no_grad():
+        loss, size, log = criterion(model, sample)
+        logits, _ = model(tokens, features_only=True, classification_head_name=HEAD)
+    tagged = target.ne(labels.pad())
+    want = F.cross_entropy(logits[tagged], target[tagged] - labels.nspecial, reduction="sum")
+    torch.testing.assert_close(loss, want)
+    assert int(size) == 9 and int(log["ncorrect"]) == int(
+        (logits[tagged].argmax(-1) == target[tagged] - labels.nspecial).sum()
+    )
+
+
+def test_a_saved_head_loads_back_as_a_token_head():
+    d = toy_dictionary()
+    trained = tagger(d, seed=3)
+    fresh = VecoTokenTagger(trained.args, build("veco_tiny", d, seed=4).encoder)
+    fresh.args.load_checkpoint_heads = True
+    state = trained.state_dict()
+    assert {k for k in state if k.startswith("classification_heads.")} == {
+        f"classification_heads.{HEAD}.{part}.{p}"
+        for part in ("dense", "out_proj")
+        for p in ("weight", "bias")
+    }
+    fresh.upgrade_state_dict_named(state, "")
+    fresh.load_state_dict(state, strict=True)
+    assert isinstance(fresh.classification_heads[HEAD], VecoTokenClassificationHead)
+    tokens = random_tokens(d, 2, 6)
+    with torch.no_grad():
+        a, _ = trained(tokens, features_only=True, classification_head_name=HEAD)
+        b, _ = fresh.eval()(tokens, features_only=True, classification_head_name=HEAD)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)

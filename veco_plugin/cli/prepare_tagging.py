@@ -1,0 +1,78 @@
+"""``veco-prepare-tagging``: tagged files (CoNLL-U, ``word<TAB>tag``) -> ``veco_tagging`` DATA.
+
+::
+
+    veco-prepare-tagging --spm-model PRE/spm.model --dict PRE/dict.txt --output data/udpos-bin \\
+        --split train=UD_English-EWT/en_ewt-ud-train.conllu,UD_English-GUM/en_gum-ud-train.conllu \\
+        --split valid=en_ewt-ud-dev.conllu --split test_de=de_gsd-ud-test.conllu
+
+``--split NAME=FILE[,FILE...]``: the files of a split, pooled in order (a language's
+treebanks). Formats, conventions and the output: :mod:`veco_plugin.corpora.tagging` and
+:mod:`veco_plugin.corpora.tagging_data`.
+"""
+
+import argparse
+import json
+from typing import Dict, List, Optional, Sequence
+
+from ..corpora.tagging_data import prepare_tagging
+from ..errors import VecoUserError
+from .common import run_cli
+from .prepare_sentence_prediction import SPLIT_NAME
+
+PROG = "veco-prepare-tagging"
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--spm-model", required=True, help="sentencepiece model of the checkpoint")
+    p.add_argument("--dict", required=True, help="dict.txt of the checkpoint")
+    p.add_argument("--output", required=True, help="DATA directory to write (new)")
+    p.add_argument(
+        "--split",
+        action="append",
+        required=True,
+        metavar="NAME=FILE[,FILE...]",
+        help="a split to binarize (repeat; train is needed; its files pooled in order)",
+    )
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=128,
+        help="positions of a window with <s> and </s> (XTREME: 128); longer sentences are "
+        "cut between words into consecutive windows [%(default)s]",
+    )
+    return p
+
+
+def parse_splits(values: Sequence[str]) -> Dict[str, List[str]]:
+    """``--split NAME=FILE[,FILE...]`` values as ``{NAME: [FILE, ...]}``."""
+    splits: Dict[str, List[str]] = {}
+    for value in values:
+        name, sep, files = value.partition("=")
+        paths = files.split(",")
+        if not sep or not name or "" in paths:
+            raise VecoUserError(f"--split {value}: expected NAME=FILE[,FILE...]")
+        if not SPLIT_NAME.fullmatch(name):
+            raise VecoUserError(
+                f"--split {value}: the name {name!r} becomes a file name under --output: use "
+                "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
+            )
+        if name in splits:
+            raise VecoUserError(f"--split {name}= is given twice: give each split once")
+        splits[name] = paths
+    return splits
+
+
+def main(args: argparse.Namespace) -> None:
+    splits = parse_splits(args.split)
+    report = prepare_tagging(args.output, splits, args.spm_model, args.dict, args.max_length)
+    print(json.dumps(report, indent=2))
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    run_cli(PROG, get_parser, main, VecoUserError, argv)
+
+
+if __name__ == "__main__":
+    cli_main()

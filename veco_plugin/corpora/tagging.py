@@ -1,0 +1,159 @@
+"""Word-tagged sentences as published: CoNLL-U treebanks and XTREME's ``word<TAB>tag`` TSVs.
+
+* **CoNLL-U** (Universal Dependencies, ``*.conllu``): ten tab-separated columns a word
+  line, ``#`` comment lines, a blank line after each sentence. Multiword-token ranges
+  (``3-4``, the surface form of words 3 and 4) and empty nodes (``8.1``) carry no tag of
+  their own and are skipped; the tag is the UPOS column (the 4th). Several files of a
+  language (its treebanks) are pooled in order, as XTREME pools them.
+* **Labelled TSV** (XTREME's ``udpos``/``panx`` layout, e.g. salesforce/MPT
+  ``data/udpos/train-en.tsv``): ``word<TAB>tag`` a line, a blank line between sentences;
+  BIO tags (``B-PER``) read the same way. XTREME's download script strips the test
+  labels for its leaderboard: a line with a word and no tag is refused, saying where
+  labelled copies are.
+
+A file in another shape is one line naming the file, line and fix.
+"""
+
+import os
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+from ..errors import VecoUserError
+from .text import BadLine, read_lines
+
+CONLLU_COLUMNS = 10
+UPOS = 3
+BOM = "\ufeff"
+LABELLED_COPIES = (
+    "labelled copies: the Universal Dependencies treebanks (CoNLL-U, github.com/"
+    "UniversalDependencies/UD_<Language>-<Treebank>) or XTREME-style files kept with their "
+    "labels (e.g. github.com/salesforce/MPT data/udpos/)"
+)
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """``words`` and their ``tags``, equally many; ``where``: ``FILE:LINE`` of its first word."""
+
+    words: Tuple[str, ...]
+    tags: Tuple[str, ...]
+    where: str
+
+
+def is_conllu(path: str) -> bool:
+    return path.endswith((".conllu", ".conllu.gz"))
+
+
+def _lines(path: str):
+    if os.path.isdir(path):
+        raise VecoUserError(f"{path} is a directory: give a .conllu or word<TAB>tag file")
+    for lineno, line in enumerate(read_lines(path, keep_raw=True), 1):
+        if isinstance(line, BadLine):
+            raise VecoUserError(line.message("save the file as UTF-8"))
+        yield lineno, (line.removeprefix(BOM) if lineno == 1 else line)
+
+
+def read_conllu(path: str) -> List[TaggedSentence]:
+    """The sentences of a CoNLL-U file, tagged with UPOS."""
+    sentences: List[TaggedSentence] = []
+    words: List[str] = []
+    tags: List[str] = []
+    start = 0
+    for lineno, line in _lines(path):
+        if not line.strip():
+            if words:
+                sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
+                words, tags = [], []
+            continue
+        if line.startswith("#"):
+            continue
+        row = line.split("\t")
+        if len(row) != CONLLU_COLUMNS:
+            raise VecoUserError(
+                f"{path}:{lineno}: {len(row)} tab-separated columns, CoNLL-U has "
+                f"{CONLLU_COLUMNS}: give a CoNLL-U file (or a word<TAB>tag file not named "
+                "*.conllu)"
+            )
+        if "-" in row[0] or "." in row[0]:  # a multiword-token range, an empty node
+            continue
+        if not row[UPOS] or row[UPOS] == "_":
+            raise VecoUserError(
+                f"{path}:{lineno}: word {row[1]!r} has no UPOS tag (column 4 reads "
+                f"{row[UPOS]!r}): an unannotated file; {LABELLED_COPIES}"
+            )
+        if not words:
+            start = lineno
+        words.append(row[1])
+        tags.append(row[UPOS])
+    if words:
+        sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
+    return sentences
+
+
+def read_tagged_tsv(path: str) -> List[TaggedSentence]:
+    """The sentences of a ``word<TAB>tag`` file (blank lines between sentences)."""
+    sentences: List[TaggedSentence] = []
+    words: List[str] = []
+    tags: List[str] = []
+    start = 0
+    for lineno, line in _lines(path):
+        if not line.strip():
+            if words:
+                sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
+                words, tags = [], []
+            continue
+        row = line.split("\t")
+        if len(row) == 1 or (len(row) == 2 and not row[1].strip()):
+            raise VecoUserError(
+                f"{path}:{lineno}: word {row[0]!r} has no tag: an unlabelled file (XTREME's "
+                f"download script strips the test labels); {LABELLED_COPIES}"
+            )
+        if len(row) != 2 or not row[0] or " " in row[1].strip():
+            raise VecoUserError(
+                f"{path}:{lineno}: {len(row)} tab-separated columns {row[:3]!r}: a tagged "
+                "file has word<TAB>tag a line and a blank line between sentences"
+            )
+        if not words:
+            start = lineno
+        words.append(row[0])
+        tags.append(row[1].strip())
+    if words:
+        sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
+    return sentences
+
+
+def read_tagged(paths: Sequence[str]) -> List[TaggedSentence]:
+    """The sentences of every file of ``paths`` in order (a language's treebanks pooled),
+    each read by its format (``*.conllu``: CoNLL-U, else ``word<TAB>tag``)."""
+    sentences: List[TaggedSentence] = []
+    for path in paths:
+        read = read_conllu(path) if is_conllu(path) else read_tagged_tsv(path)
+        if not read:
+            raise VecoUserError(f"{path}: no sentences (an empty file)")
+        sentences.extend(read)
+    return sentences
+
+
+def format_tagged_tsv(sentences: Sequence[TaggedSentence]) -> str:
+    """``sentences`` as ``word<TAB>tag`` text (a blank line after each sentence)."""
+    return "".join(
+        "".join(f"{w}\t{t}\n" for w, t in zip(s.words, s.tags)) + "\n" for s in sentences
+    )
+
+
+def format_conllu_like(path: str, tags: Sequence[Sequence[str]]) -> str:
+    """CoNLL-U file ``path`` with the UPOS column of its words replaced by ``tags`` (one
+    sequence per sentence, as :func:`read_conllu` reads them); every other line and
+    column as published."""
+    out = []
+    sentence, word = 0, 0
+    for _, line in _lines(path):
+        row = line.split("\t")
+        if len(row) == CONLLU_COLUMNS and not line.startswith("#") and row[0].isdigit():
+            row[UPOS] = tags[sentence][word]
+            word += 1
+            if word == len(tags[sentence]):
+                sentence, word = sentence + 1, 0
+            line = "\t".join(row)
+        out.append(line + "\n")
+    return "".join(out)
