@@ -15,7 +15,7 @@ what plug-in fine-tuning pairs each example with. Layouts and the output:
 import argparse
 import json
 import re
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Container, Dict, Optional, Sequence, Tuple
 
 from ..corpora.xtreme import LAYOUTS, prepare
 from ..errors import VecoUserError
@@ -46,6 +46,17 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_split_name(value: str, name: str, splits: Container[str], flag: str = "--split"):
+    """A split's name is a file name under --output, and given once."""
+    if not SPLIT_NAME.fullmatch(name):
+        raise VecoUserError(
+            f"{flag} {value}: the name {name!r} becomes a file name under --output: use "
+            "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
+        )
+    if name in splits:
+        raise VecoUserError(f"{flag} {name}= is given twice: give each split once")
+
+
 def parse_splits(values: Sequence[str]) -> Dict[str, Tuple[str, Optional[str]]]:
     """``--split NAME=TSV[,TRANSLATION_TSV]`` values as ``{NAME: (TSV, TRANSLATION_TSV)}``;
     a split named twice, a name that is no file prefix or more than two files is refused."""
@@ -54,13 +65,7 @@ def parse_splits(values: Sequence[str]) -> Dict[str, Tuple[str, Optional[str]]]:
         name, sep, files = value.partition("=")
         if not sep or not name or not files:
             raise VecoUserError(f"--split {value}: expected NAME=TSV[,TRANSLATION_TSV]")
-        if not SPLIT_NAME.fullmatch(name):
-            raise VecoUserError(
-                f"--split {value}: the name {name!r} becomes a file name under --output: use "
-                "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
-            )
-        if name in splits:
-            raise VecoUserError(f"--split {name}= is given twice: give each split once")
+        check_split_name(value, name, splits)
         tsv, *translation = files.split(",")
         if len(translation) > 1 or not tsv:
             raise VecoUserError(

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 from ..corpora.tagging_data import prepare_tagging
 from ..errors import VecoUserError
 from .common import run_cli
-from .prepare_sentence_prediction import SPLIT_NAME
+from .prepare_sentence_prediction import check_split_name
 
 PROG = "veco-prepare-tagging"
 
@@ -45,21 +45,15 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_splits(values: Sequence[str]) -> Dict[str, List[str]]:
-    """``--split NAME=FILE[,FILE...]`` values as ``{NAME: [FILE, ...]}``."""
+def parse_splits(values: Sequence[str], flag: str = "--split") -> Dict[str, List[str]]:
+    """``FLAG NAME=FILE[,FILE...]`` values as ``{NAME: [FILE, ...]}``."""
     splits: Dict[str, List[str]] = {}
     for value in values:
         name, sep, files = value.partition("=")
         paths = files.split(",")
         if not sep or not name or "" in paths:
-            raise VecoUserError(f"--split {value}: expected NAME=FILE[,FILE...]")
-        if not SPLIT_NAME.fullmatch(name):
-            raise VecoUserError(
-                f"--split {value}: the name {name!r} becomes a file name under --output: use "
-                "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
-            )
-        if name in splits:
-            raise VecoUserError(f"--split {name}= is given twice: give each split once")
+            raise VecoUserError(f"{flag} {value}: expected NAME=FILE[,FILE...]")
+        check_split_name(value, name, splits, flag)
         splits[name] = paths
     return splits
 

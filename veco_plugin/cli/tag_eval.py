@@ -109,7 +109,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     if args.json:
         check_output_file(args.json, "--json", "scores.json")
     checkpoints = parse_checkpoints(args.checkpoint)
-    tests = parse_splits(args.test)
+    tests = parse_splits(args.test, "--test")
     read = {lang: read_tagged(files) for lang, files in tests.items()}
     results = {name: evaluate(args, name, path, tests, read) for name, path in checkpoints}
     columns = [*tests, "avg"]

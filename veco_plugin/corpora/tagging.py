@@ -16,7 +16,7 @@ A file in another shape is one line naming the file, line and fix.
 
 import os
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
 from .text import BadLine, read_lines
@@ -53,8 +53,9 @@ def _lines(path: str):
         yield lineno, (line.removeprefix(BOM) if lineno == 1 else line)
 
 
-def read_conllu(path: str) -> List[TaggedSentence]:
-    """The sentences of a CoNLL-U file, tagged with UPOS."""
+def _sentences(path: str, word: Callable[[int, str], Optional[Tuple[str, str]]]):
+    """The sentences of ``path``: blank lines end them, ``word(lineno, line)`` reads a
+    line's (word, tag), None for a line that holds none."""
     sentences: List[TaggedSentence] = []
     words: List[str] = []
     tags: List[str] = []
@@ -65,8 +66,24 @@ def read_conllu(path: str) -> List[TaggedSentence]:
                 sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
                 words, tags = [], []
             continue
-        if line.startswith("#"):
+        read = word(lineno, line)
+        if read is None:
             continue
+        if not words:
+            start = lineno
+        words.append(read[0])
+        tags.append(read[1])
+    if words:
+        sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
+    return sentences
+
+
+def read_conllu(path: str) -> List[TaggedSentence]:
+    """The sentences of a CoNLL-U file, tagged with UPOS."""
+
+    def word(lineno: int, line: str) -> Optional[Tuple[str, str]]:
+        if line.startswith("#"):
+            return None
         row = line.split("\t")
         if len(row) != CONLLU_COLUMNS:
             raise VecoUserError(
@@ -75,33 +92,21 @@ def read_conllu(path: str) -> List[TaggedSentence]:
                 "*.conllu)"
             )
         if "-" in row[0] or "." in row[0]:  # a multiword-token range, an empty node
-            continue
+            return None
         if not row[UPOS] or row[UPOS] == "_":
             raise VecoUserError(
                 f"{path}:{lineno}: word {row[1]!r} has no UPOS tag (column 4 reads "
                 f"{row[UPOS]!r}): an unannotated file; {LABELLED_COPIES}"
             )
-        if not words:
-            start = lineno
-        words.append(row[1])
-        tags.append(row[UPOS])
-    if words:
-        sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
-    return sentences
+        return row[1], row[UPOS]
+
+    return _sentences(path, word)
 
 
 def read_tagged_tsv(path: str) -> List[TaggedSentence]:
     """The sentences of a ``word<TAB>tag`` file (blank lines between sentences)."""
-    sentences: List[TaggedSentence] = []
-    words: List[str] = []
-    tags: List[str] = []
-    start = 0
-    for lineno, line in _lines(path):
-        if not line.strip():
-            if words:
-                sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
-                words, tags = [], []
-            continue
+
+    def word(lineno: int, line: str) -> Tuple[str, str]:
         row = line.split("\t")
         if len(row) == 1 or (len(row) == 2 and not row[1].strip()):
             raise VecoUserError(
@@ -113,13 +118,9 @@ def read_tagged_tsv(path: str) -> List[TaggedSentence]:
                 f"{path}:{lineno}: {len(row)} tab-separated columns {row[:3]!r}: a tagged "
                 "file has word<TAB>tag a line and a blank line between sentences"
             )
-        if not words:
-            start = lineno
-        words.append(row[0])
-        tags.append(row[1].strip())
-    if words:
-        sentences.append(TaggedSentence(tuple(words), tuple(tags), f"{path}:{start}"))
-    return sentences
+        return row[0], row[1].strip()
+
+    return _sentences(path, word)
 
 
 def read_tagged(paths: Sequence[str]) -> List[TaggedSentence]:

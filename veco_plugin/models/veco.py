@@ -6,17 +6,20 @@ State-dict layout is RoBERTa/XLM-R's (``encoder.sentence_encoder.*``,
 the cross-attention missing.
 """
 
+import contextlib
 import logging
 from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from fairseq import models as fairseq_models
 from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta import RobertaEncoder, RobertaModel
 from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
+from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
 from ..errors import VecoUserError
@@ -386,3 +389,16 @@ def load_xlmr_into_veco(model: VecoModel, state: Dict[str, Tensor], source: str)
         len(random_modules),
         ", ".join(random_modules[:4]) + (" ..." if len(random_modules) > 4 else ""),
     )
+
+
+def build_veco(cfg, task, from_checkpoint: bool, who: str) -> VecoModel:
+    """The ``veco`` model of ``cfg`` that a fine-tuning ``task`` builds its model on (the
+    task's ``--max-positions``); another ``--arch`` is refused in one line naming ``who``."""
+    with open_dict(cfg) if OmegaConf.is_config(cfg) else contextlib.ExitStack():
+        cfg.max_positions = task.cfg.max_positions
+    base = fairseq_models.build_model(cfg, task, from_checkpoint)
+    if type(base) is not VecoModel:
+        raise VecoUserError(
+            f"{who} needs a veco --arch (veco_tiny, veco_base, ...), got {type(base).__name__}"
+        )
+    return base

@@ -30,23 +30,19 @@ head runs inside the model's forward, so DDP sees every parameter that is used.
         --maximize-best-checkpoint-metric ...
 """
 
-import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
 
-from fairseq import models
 from fairseq.data import ConcatSentencesDataset, PrependTokenDataset, data_utils
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.sentence_prediction import SentencePredictionConfig, SentencePredictionTask
-from omegaconf import OmegaConf, open_dict
 
 from ..criterions.masked_terms import DdpSettings, refuse_idle_parameters
 from ..data.translated_dataset import VecoTranslatedDataset
-from ..errors import VecoUserError
-from ..models.veco import VecoModel
+from ..models.veco import build_veco
 from ..models.veco_sentence_classifier import VecoSentenceClassifier
 
 logger = logging.getLogger(__name__)
@@ -128,14 +124,7 @@ class VecoSentencePredictionTask(SentencePredictionTask):
     def build_model(self, cfg, from_checkpoint=False):
         """A ``veco`` arch as :class:`VecoSentenceClassifier` with the head of
         ``--plug-mode``."""
-        with open_dict(cfg) if OmegaConf.is_config(cfg) else contextlib.ExitStack():
-            cfg.max_positions = self.cfg.max_positions
-        base = models.build_model(cfg, self, from_checkpoint)
-        if type(base) is not VecoModel:
-            raise VecoUserError(
-                f"--task veco_sentence_prediction needs a veco --arch (veco_tiny, "
-                f"veco_base, ...), got {type(base).__name__}"
-            )
+        base = build_veco(cfg, self, from_checkpoint, "--task veco_sentence_prediction")
         model = VecoSentenceClassifier(base.args, base.encoder)
         model.register_classification_head(
             self.cfg.classification_head_name,

@@ -21,13 +21,11 @@ cross-attention) is unused: with ``pytorch_ddp`` add ``--find-unused-parameters`
         --maximize-best-checkpoint-metric
 """
 
-import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from fairseq import models
 from fairseq.data import (
     IdDataset,
     NestedDictionaryDataset,
@@ -38,12 +36,12 @@ from fairseq.data import (
     data_utils,
 )
 from fairseq.tasks import FairseqTask, register_task
-from omegaconf import II, MISSING, OmegaConf, open_dict
+from omegaconf import II, MISSING
 
 from ..criterions.masked_terms import DdpSettings, refuse_idle_parameters
 from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
-from ..models.veco import VecoModel
+from ..models.veco import build_veco
 from ..models.veco_token_tagger import VecoTokenTagger
 
 logger = logging.getLogger(__name__)
@@ -138,14 +136,7 @@ class VecoTaggingTask(FairseqTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         """A ``veco`` arch as :class:`VecoTokenTagger` with one token head."""
-        with open_dict(cfg) if OmegaConf.is_config(cfg) else contextlib.ExitStack():
-            cfg.max_positions = self.cfg.max_positions
-        base = models.build_model(cfg, self, from_checkpoint)
-        if type(base) is not VecoModel:
-            raise VecoUserError(
-                f"--task veco_tagging needs a veco --arch (veco_tiny, veco_base, ...), got "
-                f"{type(base).__name__}"
-            )
+        base = build_veco(cfg, self, from_checkpoint, "--task veco_tagging")
         model = VecoTokenTagger(base.args, base.encoder)
         model.register_classification_head(
             self.cfg.classification_head_name, num_classes=tag_count(self.label_dictionary)
