@@ -78,6 +78,8 @@ setup(
             "veco-sentence-eval = veco_plugin.cli.sentence_prediction_eval:cli_main",
             "veco-prepare-tagging = veco_plugin.cli.prepare_tagging:cli_main",
             "veco-tag-eval = veco_plugin.cli.tag_eval:cli_main",
+            "veco-prepare-span-qa = veco_plugin.cli.prepare_span_qa:cli_main",
+            "veco-qa-eval = veco_plugin.cli.qa_eval:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",

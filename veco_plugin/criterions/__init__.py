@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     dwa,
     tlm,
     veco_sentence_prediction,
+    veco_span_qa,
     veco_tagging,
     veco_terms,
     weam,

@@ -24,15 +24,24 @@ TAGGER_FIX = (
 )
 
 
+def load_fine_tuned(
+    path: str, data: str, named: str, task: str, what: str, fix: str
+) -> Tuple[Any, Any, Any]:
+    """``(model, cfg, task)`` of the checkpoint ``path`` trained with ``--task task``, on
+    DATA, in eval mode; anything else is one line starting with ``named``, saying it is
+    not ``what`` and ending with ``fix``."""
+    state = read_checkpoint(path, named, fix, {"data": data})
+    task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
+    if task_name != task:
+        raise VecoUserError(f"{named}: trained with --task {task_name}, not {what}: {fix}")
+    models, cfg, loaded = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
+    return models[0].eval(), cfg, loaded
+
+
 def load_tagger(path: str, data: str, named: str) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the ``veco_tagging`` checkpoint ``path`` on DATA, in eval
     mode; anything else is one line starting with ``named``."""
-    state = read_checkpoint(path, named, TAGGER_FIX, {"data": data})
-    task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
-    if task_name != TASK:
-        raise VecoUserError(f"{named}: trained with --task {task_name}, not a tagger: {TAGGER_FIX}")
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
-    return models[0].eval(), cfg, task
+    return load_fine_tuned(path, data, named, TASK, "a tagger", TAGGER_FIX)
 
 
 def tag_sentences(
