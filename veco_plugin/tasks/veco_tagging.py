@@ -25,123 +25,58 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
-from fairseq.data import (
-    IdDataset,
-    NestedDictionaryDataset,
-    NumelDataset,
-    NumSamplesDataset,
-    RightPadDataset,
-    SortDataset,
-    data_utils,
-)
-from fairseq.tasks import FairseqTask, register_task
-from omegaconf import II, MISSING
+from fairseq.tasks import register_task
 
-from ..criterions.masked_terms import DdpSettings, refuse_idle_parameters
 from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
-from ..models.veco import build_veco
-from ..models.veco_token_tagger import VecoTokenTagger
+from .token_heads import VecoTokenHeadConfig, VecoTokenHeadTask
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class VecoTaggingConfig(DdpSettings):
-    data: str = field(default=MISSING, metadata={"help": "veco-prepare-tagging's DATA"})
-    max_positions: int = field(default=512, metadata={"help": "the model's positions"})
+class VecoTaggingConfig(VecoTokenHeadConfig):
     classification_head_name: str = field(
         default="tagging", metadata={"help": "name of the token classification head"}
     )
-    seed: int = II("common.seed")
 
 
 @register_task("veco_tagging", dataclass=VecoTaggingConfig)
-class VecoTaggingTask(FairseqTask):
+class VecoTaggingTask(VecoTokenHeadTask):
     cfg: VecoTaggingConfig
+    name, prepare = "veco_tagging", "veco-prepare-tagging"
 
     def __init__(self, cfg: VecoTaggingConfig, dictionary, label_dictionary):
-        super().__init__(cfg)
-        self.dictionary, self.label_dictionary = dictionary, label_dictionary
+        super().__init__(cfg, dictionary)
+        self.label_dictionary = label_dictionary
 
     @classmethod
     def setup_task(cls, cfg: VecoTaggingConfig, **kwargs):
-        paths = [os.path.join(cfg.data, key, "dict.txt") for key in ("input0", "label")]
-        missing = [p for p in paths if not os.path.isfile(p)]
-        if missing:
-            raise VecoUserError(
-                f"--task veco_tagging: no {missing[0]}: give the DATA directory "
-                "veco-prepare-tagging wrote"
-            )
-        dictionary, labels = (load_dictionary(p) for p in paths)
-        dictionary.add_symbol("<mask>")  # the pre-trained model's last row (XLM-R's layout)
+        dictionary = cls.input_dictionary(cfg)
+        path = os.path.join(cfg.data, "label", "dict.txt")
+        if not os.path.isfile(path):
+            raise VecoUserError(cls.missing(path))
+        labels = load_dictionary(path)
         logger.info("[input] %d types, [label] %d tags", len(dictionary), tag_count(labels))
         return cls(cfg, dictionary, labels)
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
 
     @property
     def target_dictionary(self):
         return self.label_dictionary
 
-    def max_positions(self):
-        return self.cfg.max_positions
+    def head_classes(self) -> int:
+        return tag_count(self.label_dictionary)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
-        """Windows and their per-piece tags, shuffled by ``--seed``, in length order."""
-        tokens = self._indexed("input0", split, self.dictionary, combine)
-        labels = self._indexed("label", split, self.label_dictionary, combine)
+        """Windows and their per-piece tags (<pad>: none), shuffled, in length order."""
+        tokens = self.indexed("input0", split, self.dictionary, combine)
+        labels = self.indexed("label", split, self.label_dictionary, combine)
         if len(tokens) != len(labels) or (tokens.sizes != labels.sizes).any():
             raise VecoUserError(
                 f"--data {self.cfg.data}: input0/{split} and label/{split} differ in windows "
                 "or lengths: write DATA again with veco-prepare-tagging"
             )
-        dataset = NestedDictionaryDataset(
-            {
-                "id": IdDataset(),
-                "net_input": {
-                    "src_tokens": RightPadDataset(tokens, pad_idx=self.dictionary.pad()),
-                    "src_lengths": NumelDataset(tokens, reduce=False),
-                },
-                "target": RightPadDataset(labels, pad_idx=self.label_dictionary.pad()),
-                "nsentences": NumSamplesDataset(),
-                "ntokens": NumelDataset(tokens, reduce=True),
-            },
-            sizes=[tokens.sizes],
-        )
-        with data_utils.numpy_seed(self.cfg.seed):
-            shuffle = np.random.permutation(len(tokens))
-        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, tokens.sizes])
-        return self.datasets[split]
-
-    def _indexed(self, key: str, split: str, dictionary, combine: bool):
-        path = os.path.join(self.cfg.data, key, split)
-        dataset = data_utils.load_indexed_dataset(path, dictionary, combine=combine)
-        if dataset is None:
-            raise VecoUserError(
-                f"--data {self.cfg.data}: no {key}/{split}.bin: prepare that split "
-                f"(veco-prepare-tagging --split {split}=FILE)"
-            )
-        return dataset
-
-    def build_criterion(self, cfg, from_checkpoint=False):
-        """Refused up front where torch's DDP would crash at the second update."""
-        refuse_idle_parameters(
-            self.cfg, "--task veco_tagging", "the LM head and the cross-attention"
-        )
-        return super().build_criterion(cfg, from_checkpoint)
-
-    def build_model(self, cfg, from_checkpoint=False):
-        """A ``veco`` arch as :class:`VecoTokenTagger` with one token head."""
-        base = build_veco(cfg, self, from_checkpoint, "--task veco_tagging")
-        model = VecoTokenTagger(base.args, base.encoder)
-        model.register_classification_head(
-            self.cfg.classification_head_name, num_classes=tag_count(self.label_dictionary)
-        )
-        return model
+        return self.windows(split, tokens, labels, self.label_dictionary.pad())
 
 
 def tag_count(labels) -> int:
