@@ -85,19 +85,27 @@ def _existing_ancestor(path: str) -> str:
     return parent
 
 
-def check_output_dir(path: str, flag: str, overwrite: Optional[bool] = None) -> None:
+# the fix when a DATA directory, written whole, would land among other files
+WHOLE = "give a new (or empty) directory: DATA is written whole, never mixed with other files"
+
+
+def check_output_dir(
+    path: str,
+    flag: str,
+    overwrite: Optional[bool] = None,
+    refill: str = "pass --overwrite or give a new directory",
+) -> None:
     """``flag path`` names a directory that can be created or written into: not a file,
     not under a file, writable. ``overwrite`` False: an existing directory must be empty
-    (the fix names ``--overwrite``); None: any existing directory is written into."""
+    (``refill``: the fix, by default naming ``--overwrite``); None: any existing directory
+    is written into."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise VecoUserError(
             f"{flag} {path} is a file, not a directory: give a directory (new or empty)"
         )
     if os.path.isdir(path):
         if overwrite is False and os.listdir(path):
-            raise VecoUserError(
-                f"{flag} {path} is not empty: pass --overwrite or give a new directory"
-            )
+            raise VecoUserError(f"{flag} {path} is not empty: {refill}")
         writable = path
     else:
         writable = _existing_ancestor(path)

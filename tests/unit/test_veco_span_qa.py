@@ -22,6 +22,7 @@ from veco_plugin.corpora.squad import read_squad
 from veco_plugin.corpora.subwords import load_sentencepiece, train_sentencepiece, write_dictionary
 from veco_plugin.criterions.veco_span_qa import VecoSpanQaCriterion, VecoSpanQaCriterionConfig
 from veco_plugin.data.qa_windows import QaWindowSettings
+from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation.span_qa import answer_questions
 from veco_plugin.models.veco_token_tagger import VecoTokenTagger
 
@@ -147,3 +148,19 @@ def test_the_binarized_rows_are_the_windows_evaluation_makes_again(span_data):
     for i, w in enumerate(windows):
         assert rows[i].tolist() == list(w.tokens)
         assert targets[i].tolist() == [w.start_position, w.end_position]
+
+
+def test_a_data_directory_is_never_written_among_other_files(span_data):
+    """Both prepare commands refuse a non-empty --output (was: span-QA and tagging DATA
+    mixed in one directory, or splits beside unrelated files)."""
+    from veco_plugin.corpora.tagging_data import prepare_tagging
+
+    data, _ = span_data
+    spm_model, dictionary = str(data / "spm.model"), str(data / "input0" / "dict.txt")
+    before = sorted(p.name for p in data.iterdir())
+    with pytest.raises(VecoUserError, match=f"--output {data} is not empty: give a new"):
+        prepare_span_qa(str(data), {"train": XQUAD_EN}, spm_model, dictionary, SETTINGS)
+    tagged = "tests/fixtures/udpos/dev-en.excerpt.tsv"
+    with pytest.raises(VecoUserError, match=f"--output {data} is not empty: give a new"):
+        prepare_tagging(str(data), {"train": [tagged]}, spm_model, dictionary)
+    assert sorted(p.name for p in data.iterdir()) == before

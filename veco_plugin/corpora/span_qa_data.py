@@ -24,7 +24,7 @@ from fairseq.data import Dictionary
 
 from ..data.qa_windows import QaWindow, QaWindowSettings, make_windows
 from ..errors import VecoUserError
-from ..outputs import check_output_dir, staged_dir
+from ..outputs import WHOLE, check_output_dir, staged_dir
 from .squad import QaExample, read_squad
 from .subwords import load_sentencepiece
 from .xtreme import binarize_ids, check_dictionary, load_tokens
@@ -71,7 +71,7 @@ def prepare_span_qa(
     """Binarize ``splits`` (name -> SQuAD JSON file) into ``output``. Returns per split:
     questions, windows, windows holding their answer, and questions no window answers
     (an answer longer than a window: trained as "no answer" in every window)."""
-    check_output_dir(output, "--output")
+    check_output_dir(output, "--output", overwrite=False, refill=WHOLE)
     if "train" not in splits:
         raise VecoUserError("--split train=FILE.json is needed")
     read = {name: read_squad(path) for name, path in splits.items()}

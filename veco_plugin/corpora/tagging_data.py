@@ -23,7 +23,7 @@ from fairseq.data import Dictionary
 
 from ..data.tag_windows import Window, windows, word_pieces
 from ..errors import VecoUserError
-from ..outputs import check_output_dir, staged_dir
+from ..outputs import WHOLE, check_output_dir, staged_dir
 from .subwords import load_sentencepiece
 from .tagging import TaggedSentence, read_tagged
 from .xtreme import binarize_ids, check_dictionary, label_dictionary, load_tokens
@@ -61,7 +61,7 @@ def prepare_tagging(
     """Binarize ``splits`` (name -> files pooled in order) into ``output``; the tags come
     from the ``train`` split. Returns per split: sentences, words, windows, and words whose
     tag the train split lacks."""
-    check_output_dir(output, "--output")
+    check_output_dir(output, "--output", overwrite=False, refill=WHOLE)
     if "train" not in splits:
         raise VecoUserError("--split train=FILE is needed (the tags come from it)")
     read = {name: read_tagged(files) for name, files in splits.items()}
