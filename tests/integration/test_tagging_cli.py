@@ -65,7 +65,7 @@ def test_english_learns_and_german_is_tagged_zero_shot(tagged, tmp_path):
     out = run(
         "veco-tag-eval",
         ["--data", data, "--checkpoint", f"cold={checkpoint}", "--test", f"en={DEV}"]
-        + ["--test", f"de={GERMAN}", "--max-length", positions, "--json", scores]
+        + ["--test", f"de={GERMAN}", "--json", scores]  # the windows DATA was written with
         + ["--predictions", tmp_path / "pred"],
     ).stdout
     result = json.loads(scores.read_text())["cold"]
@@ -79,3 +79,28 @@ def test_english_learns_and_german_is_tagged_zero_shot(tagged, tmp_path):
         [str(tmp_path / "pred" / "cold" / "de" / "de_gsd-ud-test.excerpt.conllu")]
     )
     assert [s.words for s in predicted] == [s.words for s in read_tagged([GERMAN])]
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--max-length", "1000"], "its model reads at most {p} positions, the windows are 1000"),
+        (["--predictions", "{file}"], "--predictions {file} is a file, not a directory"),
+    ],
+)
+def test_evaluation_refuses_windows_too_long_and_a_file_for_predictions(
+    tagged, tmp_path, flags, words
+):
+    data, checkpoint, _, positions = tagged
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    flags = [f.format(file=taken) for f in flags]
+    proc = run(
+        "veco-tag-eval",
+        ["--data", data, "--checkpoint", f"c={checkpoint}", "--test", f"en={DEV}", *flags],
+        check=False,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("veco-tag-eval: error: ")
+    assert words.format(p=positions, file=taken) in last

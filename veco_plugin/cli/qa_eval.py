@@ -24,7 +24,7 @@ from ..errors import VecoUserError
 from ..evaluation.qa_decode import write_predictions
 from ..evaluation.qa_scores import MLQA_ARTICLES, score
 from ..evaluation.span_qa import answer_questions, load_span_qa
-from ..outputs import check_output_file, write_text
+from ..outputs import check_output_dir, check_output_file, write_text
 from .common import run_cli
 from .prepare_span_qa import single_files
 from .sentence_prediction_eval import parse_checkpoints
@@ -72,6 +72,8 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
     if args.json:
         check_output_file(args.json, "--json", "scores.json")
+    if args.predictions:
+        check_output_dir(args.predictions, "--predictions")
     checkpoints = parse_checkpoints(args.checkpoint)
     tests = single_files(args.test, "--test")
     for lang, path in tests.items():

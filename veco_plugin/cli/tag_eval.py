@@ -27,10 +27,11 @@ from ..corpora.tagging import (
     is_conllu,
     read_tagged,
 )
+from ..corpora.tagging_data import read_max_length
 from ..errors import VecoUserError
 from ..evaluation.tagging import load_tagger, tag_sentences
 from ..evaluation.tagging_scores import accuracy, chunk_f1
-from ..outputs import check_output_file, write_text
+from ..outputs import check_output_dir, check_output_file, write_text
 from .common import run_cli
 from .prepare_tagging import parse_splits
 from .sentence_prediction_eval import parse_checkpoints
@@ -44,7 +45,12 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="veco-prepare-tagging's DATA")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", required=True, metavar="LANG=FILE[,FILE...]")
-    p.add_argument("--max-length", type=int, default=128, help="as veco-prepare-tagging's")
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="window length (default: the one veco-prepare-tagging wrote DATA with)",
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--json", default=None, help="also write the scores here")
     p.add_argument("--predictions", default=None, help="write the predicted tags under DIR")
@@ -71,7 +77,7 @@ def _write_predictions(out: str, files: Sequence[str], read: List[TaggedSentence
 
 def evaluate(args, name: str, path: str, tests: Dict[str, List[str]], read) -> Dict:
     named = f"--checkpoint {name}={path}"
-    model, cfg, task = load_tagger(path, args.data, named)
+    model, cfg, task = load_tagger(path, args.data, named, args.max_length)
     known = set(task.label_dictionary.symbols[task.label_dictionary.nspecial :])
     scores: Dict[str, Dict[str, float]] = {"accuracy": {}, "f1": {}}
     for lang, files in tests.items():
@@ -108,7 +114,11 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
     if args.json:
         check_output_file(args.json, "--json", "scores.json")
+    if args.predictions:
+        check_output_dir(args.predictions, "--predictions")
     checkpoints = parse_checkpoints(args.checkpoint)
+    if args.max_length is None:
+        args.max_length = read_max_length(args.data)
     tests = parse_splits(args.test, "--test")
     read = {lang: read_tagged(files) for lang, files in tests.items()}
     results = {name: evaluate(args, name, path, tests, read) for name, path in checkpoints}

@@ -7,12 +7,14 @@ windows (:mod:`..data.tag_windows`), checked, then written::
     DATA/label/{split}.{bin,idx} dict.txt    the tag at each word's first piece, <pad> at the
                                              rest (tags: those of the train split, sorted)
     DATA/spm.model                           --spm-model, for veco-tag-eval
+    DATA/tag_windows.json                    the window length, read back by veco-tag-eval
 
 A tag of another split that the train split lacks cannot be learnt: it is written as
 <pad> (not scored in validation) and counted in one warning line; ``veco-tag-eval`` scores
 such words wrong. The files appear once all are written (:func:`..outputs.staged_dir`).
 """
 
+import json
 import logging
 import os
 import shutil
@@ -29,6 +31,8 @@ from .tagging import TaggedSentence, read_tagged
 from .xtreme import binarize_ids, check_dictionary, label_dictionary, load_tokens
 
 logger = logging.getLogger(__name__)
+
+SETTINGS_FILE = "tag_windows.json"  # the window length, read back by veco-tag-eval
 
 
 def encode_windows(sp, sentences: Sequence[TaggedSentence], max_length: int) -> List[Window]:
@@ -49,6 +53,18 @@ def window_ids(window: Window, tokens: Dictionary, labels: Dictionary) -> List[L
         for t in window.tags
     ]
     return [pieces, tags + [labels.pad()]]
+
+
+def read_max_length(data: str) -> int:
+    """The window length ``veco-prepare-tagging`` wrote DATA with."""
+    path = os.path.join(data, SETTINGS_FILE)
+    if not os.path.isfile(path):
+        raise VecoUserError(
+            f"--data {data}: no {SETTINGS_FILE}: give the DATA directory veco-prepare-tagging "
+            "wrote (write it again if an older version wrote it)"
+        )
+    with open(path, encoding="utf-8") as f:
+        return int(json.load(f)["max_length"])
 
 
 def prepare_tagging(
@@ -101,6 +117,8 @@ def prepare_tagging(
             else:
                 d.save(os.path.join(stage, key, "dict.txt"))
         shutil.copyfile(spm_model, os.path.join(stage, "spm.model"))
+        with open(os.path.join(stage, SETTINGS_FILE), "w", encoding="utf-8") as f:
+            json.dump({"max_length": max_length}, f)
         for name, wins in encoded.items():
             ids = [window_ids(w, tokens, labels) for w in wins]
             binarize_ids([p for p, _ in ids], len(tokens), os.path.join(stage, "input0", name))

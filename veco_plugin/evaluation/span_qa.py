@@ -29,7 +29,8 @@ SPAN_QA_FIX = (
 def load_span_qa(path: str, data: str, named: str) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the ``veco_span_qa`` checkpoint ``path`` on DATA, in eval
     mode; anything else is one line starting with ``named``."""
-    return load_fine_tuned(path, data, named, TASK, "an extractive QA model", SPAN_QA_FIX)
+    length = read_settings(data).max_length
+    return load_fine_tuned(path, data, named, TASK, "an extractive QA model", SPAN_QA_FIX, length)
 
 
 def window_logits(

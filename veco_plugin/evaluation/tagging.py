@@ -25,23 +25,29 @@ TAGGER_FIX = (
 
 
 def load_fine_tuned(
-    path: str, data: str, named: str, task: str, what: str, fix: str
+    path: str, data: str, named: str, task: str, what: str, fix: str, max_length: int
 ) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the checkpoint ``path`` trained with ``--task task``, on
-    DATA, in eval mode; anything else is one line starting with ``named``, saying it is
-    not ``what`` and ending with ``fix``."""
+    DATA, in eval mode, reading windows of ``max_length`` positions; anything else is one
+    line starting with ``named``, saying it is not ``what`` and ending with ``fix``."""
     state = read_checkpoint(path, named, fix, {"data": data})
     task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
     if task_name != task:
         raise VecoUserError(f"{named}: trained with --task {task_name}, not {what}: {fix}")
     models, cfg, loaded = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
+    positions = models[0].max_positions()
+    if max_length > positions:
+        raise VecoUserError(
+            f"{named}: its model reads at most {positions} positions, the windows are "
+            f"{max_length} long: cut them to {positions} (the prepare command's --max-length)"
+        )
     return models[0].eval(), cfg, loaded
 
 
-def load_tagger(path: str, data: str, named: str) -> Tuple[Any, Any, Any]:
+def load_tagger(path: str, data: str, named: str, max_length: int) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the ``veco_tagging`` checkpoint ``path`` on DATA, in eval
     mode; anything else is one line starting with ``named``."""
-    return load_fine_tuned(path, data, named, TASK, "a tagger", TAGGER_FIX)
+    return load_fine_tuned(path, data, named, TASK, "a tagger", TAGGER_FIX, max_length)
 
 
 def tag_sentences(
