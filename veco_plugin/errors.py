@@ -113,21 +113,18 @@ def _spawned_user_error(value: BaseException) -> Optional[str]:
 
 
 def record_for_torchrun(line: Optional[str], traceback_text: str) -> None:
-    """Write the error where torchrun's summary reads it (``TORCHELASTIC_ERROR_FILE``):
-    a one-line error as the message itself, any other as its traceback."""
+    """Write the error where torchrun's summary reads it (``TORCHELASTIC_ERROR_FILE``, in
+    torchelastic's format): its "traceback" is the one line of a one-line error, else the
+    traceback."""
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return
-    now = str(int(time.time()))
-    if line is not None:
-        data: dict = {"message": line, "timestamp": now}
-    else:
-        last = traceback_text.rstrip().splitlines()[-1] if traceback_text.strip() else ""
-        info = {"py_callstack": traceback_text, "timestamp": now}
-        data = {"message": {"message": last, "extraInfo": info}}
+    shown = line if line is not None else traceback_text
+    last = shown.rstrip().splitlines()[-1] if shown.strip() else ""
+    info = {"py_callstack": shown, "timestamp": str(int(time.time()))}
     try:
         with open(path, "w") as f:
-            json.dump(data, f)
+            json.dump({"message": {"message": last, "extraInfo": info}}, f)
     except OSError:
         pass
 

@@ -75,6 +75,9 @@ def _assert_one_line(stderr: str, words: str):
     assert len(ours) == 1 and words in ours[0], stderr[-4000:]
     assert ours[0].startswith(("[rank0]: fairseq-train: error: ", "[rank1]: fairseq-")), ours
     assert "]: Traceback" not in stderr, stderr[-4000:]
+    assert "Error in sys.excepthook" not in stderr, stderr[-4000:]
+    # torchrun's own ChildFailedError is the only traceback left
+    assert stderr.count("Traceback (most recent call last)") <= 1, stderr[-4000:]
 
 
 @CASES
@@ -96,7 +99,9 @@ def test_under_srun_the_error_is_one_line_once(case, shards, tmp_path):
     tasks = _srun_tasks(args)
     outputs = [t.communicate(timeout=SECONDS + 60) for t in tasks]
     assert [t.returncode for t in tasks] == [1, 1] and time.monotonic() - start < SECONDS
-    _assert_one_line("".join(err for _, err in outputs), words)
+    stderr = "".join(err for _, err in outputs)
+    _assert_one_line(stderr, words)
+    assert "Traceback" not in stderr, stderr[-4000:]
 
 
 def test_the_readme_torchrun_line_trains_with_the_default_ddp_backend(shards, tmp_path):
