@@ -80,10 +80,12 @@ setup(
             "veco-tag-eval = veco_plugin.cli.tag_eval:cli_main",
             "veco-prepare-span-qa = veco_plugin.cli.prepare_span_qa:cli_main",
             "veco-qa-eval = veco_plugin.cli.qa_eval:cli_main",
+            "veco-xtreme = veco_plugin.cli.xtreme:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",
             "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
+            "veco-derive-language = veco_plugin.cli.derive_language:cli_main",
         ]
     },
 )

@@ -57,6 +57,8 @@ class Objective:
     aligning row, the align stage."""
     quickstart_switch: bool = False
     """the quickstart has ``--<run>`` / ``--no-<run>`` (on by default) to skip the row."""
+    quickstart_opt_in: bool = False
+    """the quickstart runs the row only when asked with ``--<run>`` (off by default)."""
     note: str = ""
     """a caveat the quickstart report prints under its table as "<label> row: <note>"
     when the row is in the table."""
@@ -152,6 +154,18 @@ OBJECTIVES: Tuple[Objective, ...] = (
         "(randomly initialized) weights into the decoder's encoder-attention, as for tlm",
         needs=(WORD_ALIGNMENTS,),
         train_flags=("--bi-mask-prob", "0.3"),  # the paper masks 30% of the pair
+    ),
+    Objective(
+        "dict_mlm",
+        "DICT-MLM (dict_mlm: MLM, targets 50% dictionary translations)",
+        run="dictmlm",
+        quickstart_opt_in=True,
+        note="the quickstart gives every pre-training the bitext, so dict_mlm also trains "
+        "TLM on the bilingual batches (the paper: monolingual text only); its dictionary is "
+        "the single-piece entries of veco-gettext-dictionary's word list; like tlm it never "
+        "runs the cross-attention (random weights in the decoder's encoder-attention)",
+        needs=(WORD_LIST,),
+        train_flags=("--align-dictionary", "{word_list}/train.txt"),
     ),
 )
 

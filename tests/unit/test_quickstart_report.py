@@ -127,7 +127,10 @@ def test_without_the_alignment_stages_and_without_a_row(tmp_path):
 @pytest.mark.parametrize(
     "inits, message",
     [
-        (["veco", "nope"], "--inits: unknown init 'nope' (veco, xlm, alignmlm, weam, random)"),
+        (
+            ["veco", "nope"],
+            "--inits: unknown init 'nope' (veco, xlm, alignmlm, weam, dictmlm, random)",
+        ),
         (["veco", "xlm"], "logs/finetune-xlm.log not found: did the stage run?"),
     ],
 )

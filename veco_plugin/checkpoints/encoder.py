@@ -119,7 +119,7 @@ def refuse_other_models(path: str, state: Dict) -> None:
     )
 
 
-def _recorded_data_dir(state: Dict) -> Optional[str]:
+def recorded_data_dir(state: Dict) -> Optional[str]:
     """The (first) data directory the checkpoint's task was trained with, if recorded."""
     for cfg in (state.get("args"), cfg_value(state.get("cfg"), "task")):
         data = cfg_value(cfg, "data")
@@ -142,7 +142,7 @@ def find_dictionary(path: str, state: Dict, dict_path: Optional[str] = None) -> 
             raise VecoUserError(f"--dict {dict_path}: no such file")
         return dict_path
     candidates = [os.path.join(os.path.dirname(os.path.abspath(path)), DICT_NAME)]
-    recorded = _recorded_data_dir(state)
+    recorded = recorded_data_dir(state)
     if recorded:
         candidates.append(os.path.join(recorded, DICT_NAME))
     for candidate in candidates:

@@ -26,6 +26,7 @@ from fairseq.data import Dictionary
 from ..data.tag_windows import Window, windows, word_pieces
 from ..errors import VecoUserError
 from ..outputs import WHOLE, check_output_dir, staged_dir
+from .derived import segment_words
 from .subwords import load_sentencepiece
 from .tagging import TaggedSentence, read_tagged
 from .xtreme import binarize_ids, check_dictionary, label_dictionary, load_tokens
@@ -37,11 +38,13 @@ SETTINGS_FILE = "tag_windows.json"  # the window length, read back by veco-tag-e
 
 def encode_windows(sp, sentences: Sequence[TaggedSentence], max_length: int) -> List[Window]:
     """The windows (at most ``max_length`` positions with ``<s>`` and ``</s>``) of
-    ``sentences``, each word encoded alone by sentencepiece processor ``sp``."""
+    ``sentences``, each word encoded alone by sentencepiece processor ``sp`` (a derived
+    language's word, ``veco-derive-language``'s, cut into its copy pieces instead:
+    :func:`.derived.segment_words`)."""
     if max_length < 3:
         raise VecoUserError(f"--max-length {max_length}: a window needs <s>, a piece and </s>")
     return windows(
-        sentences, word_pieces(lambda w: sp.encode(w, out_type=str), sentences), max_length - 2
+        sentences, word_pieces(lambda w: segment_words(sp, w), sentences), max_length - 2
     )
 
 

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     align_mlm,
     ca_mlm,
+    dict_mlm,
     dwa,
     tlm,
     veco_sentence_prediction,

@@ -6,7 +6,8 @@
 Term keys (``veco_plugin.terms.TERM_KEYS``): ``mono_mlm``/``bi_mlm`` (MLM of each
 segment), ``mono_ca``/``bi_ca`` (VECO's CA-MLM cross terms), ``bi_tlm`` (TLM; WEAM's
 L_mp), ``bi_dwa`` (XLM-Align), ``bi_cp`` (WEAM's L_cp), ``align`` (ALIGN-MLM's
-L_ALIGN). Every term's settings are available under the flags of its criterion."""
+L_ALIGN), ``mono_dict`` (DICT-MLM: MLM whose targets may be dictionary
+translations). Every term's settings are available under the flags of its criterion."""
 
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ from fairseq.criterions import register_criterion
 
 from ..terms import parse_terms
 from ..terms.dictionary_alignment import AlignSettings
+from ..terms.dictionary_mlm import DictMlmSettings
 from ..terms.segments import CaSettings
 from ..terms.translation_lm import TlmSettings
 from ..terms.word_alignment import DwaSettings
@@ -21,7 +23,9 @@ from .masked_terms import DdpSettings, MaskedTermsCriterion
 
 
 @dataclass
-class VecoTermsConfig(CaSettings, DwaSettings, AlignSettings, TlmSettings, DdpSettings):
+class VecoTermsConfig(
+    CaSettings, DwaSettings, DictMlmSettings, AlignSettings, TlmSettings, DdpSettings
+):
     terms: str = field(
         default="mono_mlm=1,bi_tlm=1",
         metadata={"help": "comma-separated KEY=WEIGHT, e.g. mono_mlm=1,bi_tlm=1,align=10"},

@@ -213,7 +213,7 @@ class Config:
         on: Dict[str, bool] = {}
         for row in rows:  # a row starts from an earlier one
             on[row.run] = (
-                self.switches.get(row.run, True)
+                self.switches.get(row.run, not row.quickstart_opt_in)
                 and self.updates(row.quickstart_updates) > 0
                 and (row.starts_from is None or on.get(row.starts_from, False))
             )
@@ -234,15 +234,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
-def _switchable() -> List[Tuple[str, str]]:
-    """(run, help) of the table's rows that the quickstart can skip with ``--no-<run>``."""
+def _switchable() -> List[Tuple[str, str, bool]]:
+    """(run, help, on by default) of the table's rows the quickstart can switch: skipped
+    with ``--no-<run>`` (``quickstart_switch``) or run with ``--<run>``
+    (``quickstart_opt_in``)."""
     out = []
     for row in OBJECTIVES:
-        if row.quickstart_switch:
-            short = row.label.split(" (")[0]
+        short = row.label.split(" (")[0]
+        if row.quickstart_switch or row.quickstart_opt_in:
+            on = row.quickstart_switch
             out.append(
                 (row.run, f"also pre-train with {row.criterion} and fine-tune from it "
-                 f"(the {short} row) [on]")
+                 f"(the {short} row) [{'on' if on else 'off'}]", on)
             )  # fmt: skip
     return out
 
@@ -282,7 +285,11 @@ def get_parser() -> argparse.ArgumentParser:
     p.set_defaults(locale_dir=DEFAULT_LOCALE_DIR)  # read now, not when Config was made
     _flags(p.add_argument_group(MODEL))
     g = _flags(p.add_argument_group(PRETRAINING))
-    for run, help_text in _switchable():
+    for run, help_text, on in _switchable():
+        if not on:  # an opt-in row: in Config.switches only when asked for
+            g.add_argument(f"--{run}", dest=f"switch_{run}", action="store_const", const=True,
+                           help=help_text)  # fmt: skip
+            continue
         g.add_argument(f"--{run}", dest=f"switch_{run}", action="store_true", default=True,
                        help=help_text)  # fmt: skip
         g.add_argument(f"--no-{run}", dest=f"switch_{run}", action="store_false",
@@ -392,7 +399,11 @@ def check(args: argparse.Namespace, which: Callable[[str], Optional[str]] = shut
             raise QuickstartError(f"{tool} not on PATH (activate the venv or: make setup)")
     if not which(args.python):
         raise QuickstartError(f"--python {args.python} not found")
-    switches = {k[len("switch_") :]: v for k, v in vars(args).items() if k.startswith("switch_")}
+    switches = {
+        k[len("switch_") :]: v
+        for k, v in vars(args).items()
+        if k.startswith("switch_") and v is not None  # an opt-in row not asked for
+    }
     flags = {f.name: getattr(args, f.name) for f in fields(Config) if "group" in f.metadata}
     cfg = Config(
         **{**flags, **ints},
@@ -414,6 +425,7 @@ def _check_word_list(cfg: Config, which: Callable[[str], Optional[str]]) -> None
         return
     row = rows[0]
     skip = f" (or --no-{row.run})" if row.quickstart_switch else ""
+    skip = f" (or drop --{row.run})" if row.quickstart_opt_in else skip
     who = f"the {row.label.split(' (')[0]} row (--criterion {row.criterion})"
     if cfg.src != "en":
         raise QuickstartError(

@@ -104,9 +104,12 @@ def write_stamp(path: str, command: Sequence[str], seconds: float) -> None:
     os.replace(path + ".part", path)
 
 
-def is_done(run: str, stage: Stage) -> bool:
-    """True if ``stage`` finished with the same command; refused (:class:`QuickstartError`)
-    if it finished with another; False if it never finished."""
+RESTART = "--force to start afresh, or another --run-dir"
+
+
+def is_done(run: str, stage: Stage, restart: str = RESTART) -> bool:
+    """True if ``stage`` finished with the same command; refused (:class:`QuickstartError`,
+    ending with ``restart``) if it finished with another; False if it never finished."""
     path = stamp_path(run, stage.name)
     stamp = read_stamp(path)
     if stamp is None:
@@ -114,8 +117,7 @@ def is_done(run: str, stage: Stage) -> bool:
     if stamp.get("command") == list(stage.command):
         return True
     raise QuickstartError(
-        f"stage {stage.name} finished earlier with other settings ({path}): --force to "
-        "start afresh, or another --run-dir"
+        f"stage {stage.name} finished earlier with other settings ({path}): {restart}"
     )
 
 
@@ -125,8 +127,10 @@ def is_done(run: str, stage: Stage) -> bool:
 class Console:
     """The prefixed, filtered console that every stage thread writes to."""
 
-    def __init__(self, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> None:
-        self.out, self.err = out, err
+    def __init__(
+        self, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr, prog: str = PROG
+    ) -> None:
+        self.out, self.err, self.prog = out, err, prog
         self._lock = threading.Lock()
 
     def say(self, line: str) -> None:
@@ -137,7 +141,7 @@ class Console:
     def error(self, message: str) -> None:
         with self._lock:
             self.out.flush()
-            self.err.write(f"{PROG}: error: {message}\n")
+            self.err.write(f"{self.prog}: error: {message}\n")
             self.err.flush()
 
     def stage_line(self, name: str, line: str) -> None:
@@ -206,10 +210,13 @@ class StageContext:
             self.log.flush()
             self.runner.console.stage_line(self.stage.name, line)
 
-    def run(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None) -> None:
-        """``argv`` in a session of its own, output to the log and the console; a
-        non-zero exit is :class:`StageFailed`."""
-        self.echo("$ " + " ".join(argv))
+    def run(
+        self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, show: bool = True
+    ) -> None:
+        """``argv`` in a session of its own, output to the log and the console (``show``:
+        the command line first); a non-zero exit is :class:`StageFailed`."""
+        if show:
+            self.echo("$ " + " ".join(argv))
         proc = self.runner.start(argv, {**os.environ, **(env or {})})
         try:
             assert proc.stdout is not None
@@ -232,8 +239,14 @@ class Runner:
     """Runs stages of one run directory: skip/refuse by stamp, log, stamp; pipelines
     side by side on ``jobs`` slots; :meth:`stop` ends every running command."""
 
-    def __init__(self, run: str, jobs: int = 1, console: Optional[Console] = None) -> None:
-        self.run_dir, self.jobs = run, jobs
+    def __init__(
+        self,
+        run: str,
+        jobs: int = 1,
+        console: Optional[Console] = None,
+        restart: str = RESTART,
+    ) -> None:
+        self.run_dir, self.jobs, self.restart = run, jobs, restart
         self.console = console or Console()
         self.stopping = threading.Event()
         self.slots = Slots(jobs)
@@ -280,7 +293,7 @@ class Runner:
         """Skip ``stage`` if stamped with its command, else run it (holding a slot if
         ``slot``) and stamp it. Raises :class:`QuickstartError` (refused or failed)."""
         name = stage.name
-        if is_done(self.run_dir, stage):
+        if is_done(self.run_dir, stage, self.restart):
             self.console.say(
                 f"== [{name}] finished earlier: skipped ({stamp_path(self.run_dir, name)})"
             )

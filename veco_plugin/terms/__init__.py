@@ -7,6 +7,7 @@ from typing import Dict, Tuple, Type
 from ..errors import VecoUserError
 from .base import VecoTerm, check_weight, key_of, kind_of
 from .dictionary_alignment import DictionaryAlignmentTerm
+from .dictionary_mlm import DictionaryMlmTerm
 from .segments import SegmentTerms
 from .translation_lm import TranslationTerm
 from .word_alignment import DenoisingAlignmentTerm
@@ -19,6 +20,7 @@ TERM_FAMILIES: Tuple[Type[VecoTerm], ...] = (
     DenoisingAlignmentTerm,
     WordExchangeTerm,
     DictionaryAlignmentTerm,
+    DictionaryMlmTerm,
 )
 TERM_KEYS: Tuple[str, ...] = tuple(k for family in TERM_FAMILIES for k in family.keys)
 

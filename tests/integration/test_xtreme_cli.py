@@ -1,0 +1,180 @@
+"""``veco-xtreme``: a checkpoint to its zero-shot table in one command, for each task, through
+the real prepare commands, fairseq-train and the scorers: POS on published files
+(tests/fixtures/udpos) with the random-initialization row, XQuAD (the stand-in split of
+test_span_qa_cli: train on article 1 in English, test article 2 in en/de), PAWS-X's layout
+(the gettext paraphrase task); a re-run resumes every finished stage; bad input is one line
+before any work."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.runner import REPO, env, run
+from veco_plugin.checkpoints.trusted_load import load_trusted
+
+FIX = "tests/fixtures/udpos"
+UDPOS = [
+    "--train", f"{FIX}/train-en.excerpt.tsv", "--dev", f"{FIX}/dev-en.excerpt.tsv",
+    "--test", f"en={FIX}/dev-en.excerpt.tsv", "--test", f"de={FIX}/de_gsd-ud-test.excerpt.conllu",
+]  # fmt: skip
+QUICK = ["--epochs", "2", "--lr", "1e-3"]  # a tiny model learns in two epochs at this rate
+
+
+def _positions(checkpoint) -> int:
+    return int(load_trusted(str(checkpoint))["cfg"]["model"].max_positions)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(pretrain_data, cold_start, tmp_path_factory):
+    """The cold start beside its vocabulary (XLM-R's layout: found without flags)."""
+    folder = tmp_path_factory.mktemp("pre")
+    for name in ("dict.txt", "spm.model"):
+        os.symlink(os.path.join(pretrain_data, name), folder / name)
+    os.symlink(cold_start, folder / "model.pt")
+    return folder / "model.pt"
+
+
+@pytest.fixture(scope="module")
+def udpos(checkpoint, tmp_path_factory):
+    out = tmp_path_factory.mktemp("xtreme") / "udpos"
+    args = ["--task", "udpos", "--checkpoint", f"cold={checkpoint}", "--random-baseline"]
+    args += UDPOS + QUICK + ["--max-length", _positions(checkpoint), "--out", out]
+    return out, args, run("veco-xtreme", args).stdout
+
+
+def test_udpos_table_for_the_checkpoint_and_random_initialization(udpos):
+    out, _, stdout = udpos
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["rows"]) == ["cold", "random"] and results["languages"] == ["en", "de"]
+    for name, scores in results["rows"].items():
+        assert set(scores) == {"accuracy", "f1"}
+        # the table is what the scorer wrote
+        scored = json.loads((out / name / "scores.json").read_text())[name]
+        assert scores["accuracy"] == scored["accuracy"]
+        assert scores["accuracy"]["en"] > 40, stdout  # majority tag: 17.9
+        assert scores["accuracy"]["avg"] == pytest.approx(
+            (scores["accuracy"]["en"] + scores["accuracy"]["de"]) / 2
+        )
+    assert "| udpos accuracy | en | de | avg |" in (out / "results.md").read_text()
+    assert (out / "results.png").stat().st_size > 1000
+    # the random row fine-tunes the same shape on the same DATA, without the checkpoint
+    log = (out / "logs" / "finetune-random.log").read_text()
+    assert "--restore-file" not in log and f"{out}/cold/data" in log
+    assert not (out / "random" / "data").exists()
+    # the learning rate decays to 0 at the last update (XTREME's linear schedule)
+    assert "UPDATES = " in log and "| lr 0 |" in log
+
+
+def test_a_rerun_skips_every_finished_stage(udpos):
+    out, args, first = udpos
+    again = run("veco-xtreme", args).stdout
+    stages = ["prepare-cold", "finetune-cold", "test-cold", "finetune-random", "test-random"]
+    for stage in stages:
+        assert f"== [{stage}] finished earlier: skipped" in again
+    assert "fairseq_cli.train" not in again
+    assert again.split("| udpos accuracy")[1] == first.split("| udpos accuracy")[1]
+
+
+def test_a_rerun_with_other_settings_is_refused(udpos):
+    out, args, _ = udpos
+    changed = [("5e-4" if a == "1e-3" else a) for a in args]
+    proc = run("veco-xtreme", changed, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "stage finetune-cold finished earlier with other settings" in proc.stderr
+    assert "another --out" in proc.stderr
+
+
+def _article(lang: str, index: int, path) -> str:
+    with open(f"tests/fixtures/xquad/xquad.{lang}.json", encoding="utf-8") as f:
+        published = json.load(f)
+    path.write_text(json.dumps({"version": "1.1", "data": [published["data"][index]]}))
+    return str(path)
+
+
+def test_xquad_through_the_same_command(checkpoint, tmp_path):
+    positions = _positions(checkpoint)
+    train = _article("en", 0, tmp_path / "train.en.json")
+    tests = {lang: _article(lang, 1, tmp_path / f"test.{lang}.json") for lang in ("en", "de")}
+    out = tmp_path / "xquad"
+    run(
+        "veco-xtreme",
+        ["--task", "xquad", "--checkpoint", f"cold={checkpoint}", "--out", out]
+        + ["--train", train, "--dev", tests["en"], "--test", f"en={tests['en']}"]
+        + ["--test", f"de={tests['de']}", "--epochs", "1", "--warmup-updates", "0"]
+        + ["--max-length", positions, "--max-question", positions // 4]
+        + ["--doc-stride", positions // 2],
+    )
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["rows"]["cold"]) == {"f1", "em"}
+    predictions = json.loads(
+        (out / "cold" / "predictions" / "cold" / "predictions.de.json").read_text()
+    )
+    assert len(predictions) == sum(
+        len(p["qas"]) for p in json.load(open(tests["de"]))["data"][0]["paragraphs"]
+    )
+    assert "| xquad F1 | en | de | avg |" in (out / "results.md").read_text()
+
+
+def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_path):
+    if "gettext" not in pretrain_text:
+        pytest.skip("no German gettext catalogs")
+    tsv = tmp_path / "tsv"
+    subprocess.run(
+        [sys.executable, "-m", "veco_plugin.cli.gettext_paraphrase", "--corpus"]
+        + [f"de={pretrain_text}", "--output", str(tsv), "--max-train", "600"]
+        + ["--max-eval", "100", "--candidates", "1"],
+        check=True,
+        env=env(),
+        cwd=REPO,
+    )
+    out = tmp_path / "pawsx"
+    run(
+        "veco-xtreme",
+        ["--task", "pawsx", "--checkpoint", f"cold={checkpoint}", "--out", out]
+        + ["--train", tsv / "train.tsv", "--dev", tsv / "valid.tsv"]
+        + ["--test", f"en={tsv / 'test_en.tsv'}", "--test", f"de={tsv / 'test_de.tsv'}"]
+        + QUICK,
+    )
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert set(rows["cold"]["accuracy"]) == {"en", "de", "avg"}
+    assert all(0 <= v <= 100 for v in rows["cold"]["accuracy"].values())
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--max-length", "1000"], "reads at most {p} positions: pass --max-length {p}"),
+        (["--test", "de={unlabelled}"], "{unlabelled}:1:"),
+        (["--checkpoint", "cold=nothing.pt"], "--checkpoint cold=nothing.pt: no such file"),
+        (["--checkpoint", "x={checkpoint}"], "the name x is taken"),
+        (["--doc-stride", "64"], "--doc-stride: for --task xquad only"),
+        (["--data", "{data}"], "holds 2 train-en.* files: give --train FILE"),
+        (["--out", "{file}"], "--out {file} is a file"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, words):
+    unlabelled = tmp_path / "test-de.tsv"
+    unlabelled.write_text("Das\nist\n\nGut\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("train-en.tsv", "train-en.conllu"):
+        (data / name).write_text("a\tX\n")
+    taken = tmp_path / "file"
+    taken.write_text("")
+    names = dict(unlabelled=unlabelled, checkpoint=checkpoint, data=data, file=taken)
+    flags = [f.format(**names) for f in flags]
+    base = ["--task", "udpos", "--checkpoint", f"x={checkpoint}", "--out", tmp_path / "out"]
+    base = ["--max-length", _positions(checkpoint)] + base  # a later --max-length wins
+    if "--data" not in flags:
+        base += UDPOS[:4] + ["--test", f"en={FIX}/dev-en.excerpt.tsv"]
+    if "--out" in flags:
+        base = base[:-2]
+    proc = run("veco-xtreme", base + flags, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("veco-xtreme: error: ")
+    assert words.format(p=_positions(checkpoint), **names) in last
+    assert not (tmp_path / "out" / "stamps").exists() or not os.listdir(tmp_path / "out/stamps")

@@ -1,0 +1,264 @@
+"""``veco-xtreme``: checkpoints -> their zero-shot cross-lingual table (XTREME's udpos,
+xquad, xnli, pawsx): prepare, fine-tune on English with XTREME's recipe, keep the best
+checkpoint on English dev, score every test language.
+
+::
+
+    veco-xtreme --task udpos --checkpoint xlmr=xlmr.base/model.pt \\
+        --checkpoint veco=ckpt/pre/checkpoint_best.pt --data udpos/ --out runs/udpos
+    veco-xtreme --task xquad --checkpoint veco=PRE.pt --train squad-train.json \\
+        --dev squad-dev.json --test en=xquad.en.json --test de=xquad.de.json --out runs/xquad
+
+``--data DIR`` stands for ``--train DIR/train-en.*``, ``--dev DIR/dev-en.*`` and a
+``--test LANG=DIR/test-LANG.*`` per file (XTREME's layout); the explicit flags win.
+``--random-baseline`` adds a row fine-tuned from random weights of the first checkpoint's
+shape (what pre-training adds). Everything after ``--`` goes to fairseq-train
+(``-- --bf16 --fp16-init-scale 4``). On a GPU machine it trains on every visible GPU
+(fairseq's DDP), else on the CPU.
+
+OUT holds each row's DATA, checkpoints, scores and predictions, the logs (OUT/logs), the
+stamps of finished stages (a re-run skips them: OUT/stamps) and the table
+(OUT/results.{md,json,png}). Recipes: :mod:`veco_plugin.xtreme.recipes`; stages:
+:mod:`veco_plugin.xtreme.stages`.
+"""
+
+import argparse
+import glob
+import os
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import VecoUserError
+from ..quickstart.options import QuickstartError
+from ..quickstart.scheduler import Console, Runner, interruptible
+from ..xtreme import report
+from ..xtreme.models import Pretrained, describe, parse_checkpoint, random_twin
+from ..xtreme.recipes import RECIPES, Recipe
+from ..xtreme.stages import Files, Settings, pipelines, scores_path
+from .common import check_at_least, run_cli
+
+PROG = "veco-xtreme"
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+        usage="%(prog)s --task TASK --checkpoint NAME=PATH [...] (--data DIR | --train FILE "
+        "--dev FILE --test LANG=FILE [...]) --out DIR [options] [-- fairseq-train flags]",
+    )
+    p.add_argument("--task", required=True, choices=sorted(RECIPES))
+    p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
+    p.add_argument("--out", required=True, help="the run directory (a re-run resumes)")
+    p.add_argument("--data", help="a folder of train-en.*, dev-en.*, test-LANG.* (XTREME's)")
+    p.add_argument("--train", metavar="FILE[,FILE...]", help="English train file(s)")
+    p.add_argument("--dev", metavar="FILE[,FILE...]", help="English dev file(s)")
+    p.add_argument("--test", action="append", default=[], metavar="LANG=FILE[,FILE...]")
+    p.add_argument("--random-baseline", action="store_true", help="add a random-init row")
+    p.add_argument("--spm-model", help="sentencepiece model (default: beside each checkpoint)")
+    p.add_argument("--dict", help="dict.txt (default: beside each checkpoint)")
+    g = p.add_argument_group("fine-tuning (default: the task's XTREME recipe)")
+    g.add_argument("--lr", type=float)
+    g.add_argument("--epochs", type=int)
+    g.add_argument("--max-length", type=int, help="window positions (udpos 128, xquad 384)")
+    g.add_argument("--max-question", type=int, help="xquad: question pieces kept [64]")
+    g.add_argument("--doc-stride", type=int, help="xquad: pieces between window starts [128]")
+    g.add_argument("--batch-size", type=int, help="per process and step [32]")
+    g.add_argument("--update-freq", type=int, default=1)
+    g.add_argument("--warmup-updates", type=int)
+    g.add_argument("--weight-decay", type=float)
+    g.add_argument("--dropout", type=float, default=0.1)
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--cpu", action="store_true", help="on the CPU even with a GPU")
+    g.add_argument("--jobs", type=int, default=1, help="rows fine-tuned side by side [1]")
+    return p
+
+
+def _paths(value: str, flag: str) -> Tuple[str, ...]:
+    paths = tuple(value.split(","))
+    for path in paths:
+        if not os.path.isfile(path):
+            raise VecoUserError(f"{flag} {value}: no such file {path or '(empty)'}")
+    return paths
+
+
+def _in_data(data: str, pattern: str) -> List[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(data), pattern)))
+
+
+def files_from(args: argparse.Namespace, recipe: Recipe) -> Files:
+    """--train/--dev/--test, completed from --data."""
+    train, dev, tests = args.train, args.dev, list(args.test)
+    if args.data:
+        if not os.path.isdir(args.data):
+            raise VecoUserError(f"--data {args.data}: no such directory")
+        for flag, name in (("--train", "train-en"), ("--dev", "dev-en")):
+            found = _in_data(args.data, f"{name}.*")
+            if len(found) > 1:
+                raise VecoUserError(
+                    f"--data {args.data} holds {len(found)} {name}.* files: give {flag} FILE"
+                )
+            if found and getattr(args, flag[2:]) is None:
+                train, dev = (found[0], dev) if flag == "--train" else (train, found[0])
+        if not args.test:
+            for path in _in_data(args.data, "test-*.*"):
+                lang = os.path.basename(path)[len("test-") :].split(".")[0]
+                tests.append(f"{lang}={path}")
+    for flag, value in (("--train", train), ("--dev", dev)):
+        if value is None:
+            where = f" (--data {args.data} has no {flag[2:]}-en.*)" if args.data else ""
+            raise VecoUserError(f"{flag} is needed{where}: the English {flag[2:]} file(s)")
+    if not tests:
+        where = f" (--data {args.data} has no test-LANG.*)" if args.data else ""
+        raise VecoUserError(f"--test LANG=FILE is needed{where}: the test files, one per language")
+    parsed: Dict[str, Tuple[str, ...]] = {}
+    for value in tests:
+        lang, sep, files = value.partition("=")
+        if not sep or not lang or not files:
+            raise VecoUserError(f"--test {value}: expected LANG=FILE[,FILE...]")
+        if lang in parsed:
+            raise VecoUserError(f"--test {value}: {lang} is given twice: one --test per language")
+        parsed[lang] = _paths(files, f"--test {lang}=")
+        if recipe.test_format == "squad" and len(parsed[lang]) > 1:
+            raise VecoUserError(f"--test {value}: one SQuAD JSON file per language")
+    return Files(_paths(train, "--train"), _paths(dev, "--dev"), parsed)
+
+
+def check_tests(recipe: Recipe, files: Files) -> None:
+    """Read the test files now, not after fine-tuning: unlabelled, unscorable or broken
+    ones are refused before any work."""
+    if recipe.test_format == "tagged":
+        from ..corpora.tagging import read_tagged
+
+        for paths in files.tests.values():
+            read_tagged(list(paths))
+    elif recipe.test_format == "squad":
+        from ..corpora.squad import read_squad
+        from ..evaluation.qa_scores import MLQA_ARTICLES
+        from .qa_eval import SQUAD_LANG
+
+        for lang, paths in files.tests.items():
+            if lang != SQUAD_LANG and lang not in MLQA_ARTICLES:
+                raise VecoUserError(
+                    f"--test {lang}={paths[0]}: no MLQA normalisation for {lang!r}: name the "
+                    f"test by its language: en, or one of MLQA's ({', '.join(MLQA_ARTICLES)})"
+                )
+            read_squad(paths[0])
+
+
+def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]) -> Settings:
+    import torch
+
+    for flag in ("epochs", "batch_size", "update_freq", "jobs"):
+        check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}")
+    check_at_least(args.warmup_updates, "--warmup-updates", 0)
+    if args.max_length is not None and not recipe.max_length:
+        raise VecoUserError(
+            f"--max-length: {recipe.task} pairs are cut at the model's positions "
+            "(veco_sentence_prediction): leave it out"
+        )
+    check_at_least(args.max_length, "--max-length", 3)
+    for flag in ("max_question", "doc_stride"):
+        if getattr(args, flag) is not None and recipe.test_format != "squad":
+            raise VecoUserError(f"--{flag.replace('_', '-')}: for --task xquad only")
+        check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}")
+    gpus = 0 if args.cpu else torch.cuda.device_count()
+    pick = lambda value, default: default if value is None else value  # noqa: E731
+    return Settings(
+        lr=pick(args.lr, recipe.lr),
+        epochs=pick(args.epochs, recipe.epochs),
+        max_length=pick(args.max_length, recipe.max_length),
+        max_question=pick(args.max_question, recipe.max_question),
+        doc_stride=pick(args.doc_stride, recipe.doc_stride),
+        batch_size=pick(args.batch_size, recipe.batch_size),
+        update_freq=args.update_freq,
+        warmup_updates=pick(args.warmup_updates, recipe.warmup_updates),
+        weight_decay=pick(args.weight_decay, recipe.weight_decay),
+        seed=args.seed,
+        dropout=args.dropout,
+        cpu=gpus == 0,
+        gpus=gpus,
+        fairseq_flags=tuple(extra),
+    )
+
+
+def rows_from(args: argparse.Namespace, s: Settings) -> List[Pretrained]:
+    rows: List[Pretrained] = []
+    for value in args.checkpoint:
+        name, path = parse_checkpoint(value, [r.name for r in rows])
+        row = describe(name, path, args.spm_model, args.dict)
+        if s.max_length > row.positions:
+            raise VecoUserError(
+                f"--max-length {s.max_length}: --checkpoint {value} reads at most "
+                f"{row.positions} positions: pass --max-length {row.positions} (or less)"
+            )
+        rows.append(row)
+    if args.random_baseline:
+        name = "random"
+        if name in [r.name for r in rows]:
+            raise VecoUserError(
+                "--random-baseline adds the row 'random': name that --checkpoint otherwise"
+            )
+        rows.append(random_twin(rows[0], name))
+    return rows
+
+
+def check_out(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise VecoUserError(f"--out {out} is a file: give a run directory (new, or to resume)")
+
+
+def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
+    recipe = RECIPES[args.task]
+    check_out(args.out)
+    files = files_from(args, recipe)
+    s = settings_from(args, recipe, extra)
+    rows = rows_from(args, s)
+    check_tests(recipe, files)
+    for sub in ("logs", "stamps"):
+        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    device = f"{s.gpus} GPU(s)" if s.gpus else "the CPU"
+    print(f"== {PROG} {recipe.task}: {len(rows)} row(s) on {device}, results in {args.out}")
+    runner = Runner(
+        args.out,
+        args.jobs,
+        Console(prog=PROG),
+        restart=f"another --out, or remove that stamp to run {PROG}'s stage again",
+    )
+
+    def work() -> int:
+        runner.run_pipelines(pipelines(recipe, rows, files, args.out, s))
+        return 0
+
+    status = interruptible(runner, work)
+    if status:
+        return status
+    langs = list(files.tests)
+    scores = {
+        r.name: report.read_scores(recipe, scores_path(args.out, r.name), r.name, langs)
+        for r in rows
+    }
+    about = {"checkpoints": {r.name: r.path or "random initialization" for r in rows}}
+    print("\n" + report.write(args.out, recipe, scores, langs, about))
+    print(f"== written: {args.out}/results.md, results.json, results.png")
+    return 0
+
+
+def split_argv(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """``veco-xtreme`` flags, and fairseq-train's after ``--``."""
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1 :]
+    return argv, []
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    own, extra = split_argv(sys.argv[1:] if argv is None else argv)
+    status: List[int] = []
+    run_cli(PROG, get_parser, lambda a: status.append(main(a, extra)), QuickstartError, own)
+    sys.exit(status[0] if status else 0)
+
+
+if __name__ == "__main__":
+    cli_main()
