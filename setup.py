@@ -81,6 +81,7 @@ setup(
             "veco-prepare-span-qa = veco_plugin.cli.prepare_span_qa:cli_main",
             "veco-qa-eval = veco_plugin.cli.qa_eval:cli_main",
             "veco-xtreme = veco_plugin.cli.xtreme:cli_main",
+            "veco-xquad-split = veco_plugin.cli.xquad_split:cli_main",
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",
