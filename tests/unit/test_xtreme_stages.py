@@ -69,7 +69,8 @@ def test_the_random_row_runs_after_its_twin_on_its_data():
 
 @pytest.mark.parametrize(
     "windows, batch, freq, gpus, epochs, updates",
-    [(1000, 32, 1, 0, 10, 320), (1000, 32, 2, 0, 3, 48), (1000, 32, 1, 2, 1, 16), (32, 32, 1, 0, 2, 2)],
+    [(1000, 32, 1, 0, 10, 320), (1000, 32, 2, 0, 3, 48), (1000, 32, 1, 2, 1, 16),
+     (32, 32, 1, 0, 2, 2)],
 )  # fmt: skip
 def test_updates_of_the_linear_decay(windows, batch, freq, gpus, epochs, updates):
     s = settings(RECIPES["udpos"], batch_size=batch, update_freq=freq, gpus=gpus, epochs=epochs)
