@@ -22,6 +22,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
+from fairseq import utils
 
 from ..checkpoints.classifier import load_classifier
 from ..data.translated_dataset import VecoTranslatedDataset
@@ -97,9 +98,10 @@ def accuracy(task, model, criterion, dataset, batch_size: int) -> float:
         dataset, max_sentences=batch_size, ignore_invalid_inputs=False
     ).next_epoch_itr(shuffle=False)
     correct, total = 0, 0
+    cuda = next(model.parameters()).is_cuda
     with torch.no_grad():
         for sample in batches:
-            _, _, log = criterion(model, sample)
+            _, _, log = criterion(model, utils.move_to_cuda(sample) if cuda else sample)
             correct += int(log["ncorrect_x"])
             total += int(log["nexamples"])
     return 100.0 * correct / max(total, 1)
@@ -145,6 +147,8 @@ def evaluate(
 ) -> Dict[str, Dict[str, Optional[float]]]:
     """``{column: {split: accuracy or None}}`` of one checkpoint."""
     model, cfg, task = load(name, path, data)
+    if torch.cuda.is_available():
+        model.cuda()
     criterion = task.build_criterion(cfg.criterion)
     plug_in = cfg.task.plug_mode == "in"
     columns: Dict[str, Dict[str, Optional[float]]] = {name: {}}

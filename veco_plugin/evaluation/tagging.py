@@ -28,8 +28,9 @@ def load_fine_tuned(
     path: str, data: str, named: str, task: str, what: str, fix: str, max_length: int
 ) -> Tuple[Any, Any, Any]:
     """``(model, cfg, task)`` of the checkpoint ``path`` trained with ``--task task``, on
-    DATA, in eval mode, reading windows of ``max_length`` positions; anything else is one
-    line starting with ``named``, saying it is not ``what`` and ending with ``fix``."""
+    DATA, in eval mode (on the GPU when there is one), reading windows of ``max_length``
+    positions; anything else is one line starting with ``named``, saying it is not ``what``
+    and ending with ``fix``."""
     state = read_checkpoint(path, named, fix, {"data": data})
     task_name = cfg_value(cfg_value(state.get("cfg"), "task"), "_name")
     if task_name != task:
@@ -41,7 +42,8 @@ def load_fine_tuned(
             f"{named}: its model reads at most {positions} positions, the windows are "
             f"{max_length} long: cut them to {positions} (the prepare command's --max-length)"
         )
-    return models[0].eval(), cfg, loaded
+    model = models[0].eval()
+    return (model.cuda() if torch.cuda.is_available() else model), cfg, loaded
 
 
 def load_tagger(path: str, data: str, named: str, max_length: int) -> Tuple[Any, Any, Any]:
