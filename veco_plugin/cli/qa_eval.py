@@ -10,7 +10,8 @@ row per checkpoint, one column per test language and their average: exact match 
 
 ``--test LANG=FILE.json``: a SQuAD-format file as published. ``en`` is scored with SQuAD
 v1.1's normalisation, every other language with MLQA's for that language (its articles,
-Unicode punctuation, zh's mixed segmentation). ``--predictions DIR``:
+Unicode punctuation, zh's mixed segmentation: MLQA's script); ``--normalisation squad``
+scores every language with SQuAD v1.1's, as XTREME scores XQuAD. ``--predictions DIR``:
 ``DIR/NAME/predictions.LANG.json``, ``{id: answer}`` as the official scripts read it.
 """
 
@@ -39,15 +40,23 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="veco-prepare-span-qa's DATA")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", required=True, metavar="LANG=FILE.json")
+    p.add_argument(
+        "--normalisation",
+        choices=("mlqa", "squad"),
+        default="mlqa",
+        help="mlqa: SQuAD v1.1's for en, MLQA's for the others (MLQA); squad: SQuAD v1.1's "
+        "for every language (XTREME's XQuAD scoring) [%(default)s]",
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--json", default=None, help="also write the scores here")
     p.add_argument("--predictions", default=None, help="write {id: answer} files under DIR")
     return p
 
 
-def scoring(lang: str) -> Optional[str]:
-    """The ``lang`` argument of :func:`score`: None (SQuAD v1.1) for en, else lang (MLQA)."""
-    return None if lang == SQUAD_LANG else lang
+def scoring(lang: str, normalisation: str = "mlqa") -> Optional[str]:
+    """The ``lang`` argument of :func:`score`: None (SQuAD v1.1) for en or with
+    ``normalisation`` squad, else lang (MLQA)."""
+    return None if lang == SQUAD_LANG or normalisation == "squad" else lang
 
 
 def evaluate(args, name: str, path: str, read: Mapping[str, Sequence[QaExample]]) -> Dict:
@@ -56,7 +65,7 @@ def evaluate(args, name: str, path: str, read: Mapping[str, Sequence[QaExample]]
     scores: Dict[str, Dict[str, float]] = {"em": {}, "f1": {}}
     for lang, examples in read.items():
         predictions = answer_questions(model, task, head, examples, args.batch_size)
-        result = score(gold_answers(list(examples)), predictions, scoring(lang))
+        result = score(gold_answers(list(examples)), predictions, scoring(lang, args.normalisation))
         scores["em"][lang], scores["f1"][lang] = result.exact_match, result.f1
         if args.predictions:
             os.makedirs(os.path.join(args.predictions, name), exist_ok=True)
@@ -77,7 +86,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     checkpoints = parse_checkpoints(args.checkpoint)
     tests = single_files(args.test, "--test")
     for lang, path in tests.items():
-        if scoring(lang) is not None and lang not in MLQA_ARTICLES:
+        if scoring(lang, args.normalisation) is not None and lang not in MLQA_ARTICLES:
             raise VecoUserError(
                 f"--test {lang}={path}: no MLQA normalisation for {lang!r}: name the test by "
                 f"its language: en, or one of MLQA's ({', '.join(MLQA_ARTICLES)})"
@@ -86,11 +95,12 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     results = {name: evaluate(args, name, path, read) for name, path in checkpoints}
     columns = [*tests, "avg"]
     print(table(results, "em", columns) + "\n\n" + table(results, "f1", columns))
-    others = [lang for lang in tests if lang != SQUAD_LANG]
+    squad = [lang for lang in tests if scoring(lang, args.normalisation) is None]
+    others = [lang for lang in tests if lang not in squad]
     print(
         "\nnormalisation: "
-        + ("SQuAD v1.1 for en" if SQUAD_LANG in tests else "")
-        + ("; " if SQUAD_LANG in tests and others else "")
+        + (f"SQuAD v1.1 for {', '.join(squad)}" if squad else "")
+        + ("; " if squad and others else "")
         + (f"MLQA's for {', '.join(others)}" if others else "")
     )
     if args.json:

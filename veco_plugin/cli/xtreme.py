@@ -101,7 +101,8 @@ def files_from(args: argparse.Namespace, recipe: Recipe) -> Files:
             if found and getattr(args, flag[2:]) is None:
                 train, dev = (found[0], dev) if flag == "--train" else (train, found[0])
         if not args.test:
-            for path in _in_data(args.data, "test-*.*"):
+            found = _in_data(args.data, "test-*.*")  # English first, then by name
+            for path in sorted(found, key=lambda p: not os.path.basename(p).startswith("test-en.")):
                 lang = os.path.basename(path)[len("test-") :].split(".")[0]
                 tests.append(f"{lang}={path}")
     for flag, value in (("--train", train), ("--dev", dev)):
@@ -134,15 +135,8 @@ def check_tests(recipe: Recipe, files: Files) -> None:
             read_tagged(list(paths))
     elif recipe.test_format == "squad":
         from ..corpora.squad import read_squad
-        from ..evaluation.qa_scores import MLQA_ARTICLES
-        from .qa_eval import SQUAD_LANG
 
-        for lang, paths in files.tests.items():
-            if lang != SQUAD_LANG and lang not in MLQA_ARTICLES:
-                raise VecoUserError(
-                    f"--test {lang}={paths[0]}: no MLQA normalisation for {lang!r}: name the "
-                    f"test by its language: en, or one of MLQA's ({', '.join(MLQA_ARTICLES)})"
-                )
+        for paths in files.tests.values():
             read_squad(paths[0])
 
 

@@ -1,6 +1,8 @@
 """``align_mlm``: ALIGN-MLM (Tang et al.): MLM + alpha * L_ALIGN over a bilingual word
-list on the input embeddings (the term: ``veco_plugin.terms.dictionary_alignment``).
-Trains on monolingual data alone (the paper); with ``--bi-pairs``, also TLM."""
+list on the input embeddings (the term: ``veco_plugin.terms.dictionary_alignment``);
+``--align-dictionary-pieces`` reads the list (and ``--align-heldout``) as ``dict.txt``
+token pairs, as ``dict_mlm`` does. Trains on monolingual data alone (the paper); with
+``--bi-pairs``, also TLM."""
 
 from dataclasses import dataclass, field
 

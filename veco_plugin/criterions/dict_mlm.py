@@ -1,7 +1,9 @@
 """``dict_mlm``: DICT-MLM (Chaudhary et al. 2020; ALIGN-MLM App. G.4): masked LM whose
 target at a masked position is, with probability ``--dict-mlm-prob`` (0.5), the token's
 translation in the bilingual word list ``--align-dictionary`` when it has one (the term:
-``veco_plugin.terms.dictionary_mlm``). Trains on monolingual data alone (the paper);
+``veco_plugin.terms.dictionary_mlm``); ``--align-dictionary-pieces`` reads it as
+``dict.txt`` token pairs (``veco-derive-language``'s ``bilingual.txt``), as ``align_mlm``
+does. Trains on monolingual data alone (the paper);
 with ``--bi-pairs``, also TLM (``--tlm-weight 0`` turns it off)."""
 
 from dataclasses import dataclass

@@ -14,6 +14,13 @@ a sentence too; a model without one would give the sentence-initial word no ``�
 form the corpus rarely contains. Each piece is looked up in the ``Dictionary`` as
 ``fairseq-preprocess`` does with the encoded corpus.
 
+A file of token pairs (``--align-dictionary-pieces``; e.g. ``veco-derive-language``'s
+``bilingual.txt``: ``▁the`` and its copy, U+E000 + ``▁the``) is read with the same line
+format but without sentencepiece: each side is one symbol of the ``Dictionary``, looked up
+as it is (:func:`read_token_pairs`, :func:`load_token_pairs`); every entry is the
+one-piece case of a word pair. A symbol the ``Dictionary`` lacks, or a special one, is an
+error naming the file and line, not a drop.
+
 Entries are dropped, each for the first reason that applies, and counted
 (:data:`REASONS`): a word sentencepiece's normalizer erases (no pieces); a piece the
 ``Dictionary`` lacks (``<unk>``: one row shared by every unknown piece); a multi-piece
@@ -32,7 +39,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -209,14 +216,26 @@ def resolve_pairs(
         w: tuple(dictionary.index(p) for p in pieces)
         for w, pieces in zip(words, encode_words(spm, words))
     }
+    pieces = [(ids_of[src], ids_of[tgt]) for src, tgt in pairs]
+    return _keep_usable(pairs, pieces, dictionary, skip_multi_piece, source)
+
+
+def _keep_usable(
+    words: Sequence[WordPair],
+    pieces: Sequence[Tuple[Pieces, Pieces]],
+    dictionary: Any,
+    skip_multi_piece: bool,
+    source: str,
+) -> ResolvedDictionary:
+    """The entries ``(words[n], pieces[n])`` that no drop reason of :data:`REASONS`
+    applies to, counted (module docstring)."""
     unk = dictionary.unk()
     counts: Dict[str, int] = {"read": 0, "usable": 0, "mean_of_pieces": 0}
     seen = set()
     kept_words: List[WordPair] = []
     kept_pieces: List[Tuple[Pieces, Pieces]] = []
-    for src, tgt in pairs:
+    for (src, tgt), (s, t) in zip(words, pieces):
         counts["read"] += 1
-        s, t = ids_of[src], ids_of[tgt]
         multi = len(s) > 1 or len(t) > 1
         reason: Optional[str] = None
         if not s or not t:
@@ -246,6 +265,47 @@ def load_word_pairs(
     """:func:`read_word_pairs` + :func:`resolve_pairs` of one MUSE-style file."""
     pairs = [pair for _, pair in read_word_pairs(path)]
     return resolve_pairs(pairs, spm, dictionary, skip_multi_piece, source=path)
+
+
+# ------------------------------------------------------------------------------ token pairs
+
+
+def special_ids(dictionary: Any) -> FrozenSet[int]:
+    """The ids of ``dictionary`` that are no token of text: the ``nspecial`` first
+    (``<s>``, ``<pad>``, ``</s>``, ``<unk>``) and ``<mask>``."""
+    return frozenset(range(dictionary.nspecial)) | {dictionary.index("<mask>")}
+
+
+def read_token_pairs(path: str, dictionary: Any) -> List[Tuple[int, WordPair, Tuple[int, int]]]:
+    """``(line number, (src, tgt), (src id, tgt id))`` of a file of ``token token`` lines
+    (:func:`read_word_pairs`' format), each token one symbol of the fairseq
+    ``dictionary``, looked up as it is. A token it lacks, or a special symbol
+    (:func:`special_ids`), is a :class:`VecoUserError` naming the file and line."""
+    special = special_ids(dictionary)
+    pairs = []
+    for lineno, words in read_word_pairs(path):
+        ids = tuple(dictionary.indices.get(w) for w in words)
+        for word, i in zip(words, ids):
+            if i is None or i in special:
+                what = "not a token of" if i is None else "a special symbol of"
+                raise VecoUserError(
+                    f"{path}:{lineno}: {word!r} is {what} the dictionary ({len(dictionary)} "
+                    "symbols): give `token token` lines of this model's dict.txt (e.g. "
+                    "veco-derive-language's bilingual.txt), or drop --align-dictionary-pieces "
+                    "to read a word list"
+                )
+        pairs.append((lineno, words, (ids[0], ids[1])))
+    return pairs
+
+
+def load_token_pairs(path: str, dictionary: Any) -> ResolvedDictionary:
+    """:func:`read_token_pairs` of one file as a :class:`ResolvedDictionary` of one
+    piece per side; an entry with the same token on both sides, or repeating an earlier
+    entry, is dropped and counted as for words (module docstring)."""
+    pairs = read_token_pairs(path, dictionary)
+    words = [w for _, w, _ in pairs]
+    pieces = [((s,), (t,)) for _, _, (s, t) in pairs]
+    return _keep_usable(words, pieces, dictionary, False, path)
 
 
 # ------------------------------------------------------------------------ token-level file

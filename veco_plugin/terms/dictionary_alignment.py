@@ -3,7 +3,11 @@
     L_ALIGN = -(1/|B|) Σ_i cos(E[B_i1], E[B_i2])
 
 over a bilingual word list B on the input embeddings E (a word of several pieces: the
-mean of its pieces' rows, or skipped with ``--align-skip-multi-piece``). It reads no
+mean of its pieces' rows, or skipped with ``--align-skip-multi-piece``); with
+``--align-dictionary-pieces`` B holds ``dict.txt`` token pairs (``veco-derive-language``'s
+``bilingual.txt``), each side one row of E, and both ``--align-dictionary`` and
+``--align-heldout`` are read so (:func:`resolve_dictionary`, the one loader of
+``--align-dictionary`` for this term and DICT-MLM's ``mono_dict``). It reads no
 batch: every step embeds the whole resolved list through the model's ``embed`` request.
 The term's loss is ``L_ALIGN * sample_size``, so that after fairseq's division by the
 number of masked tokens ``weight * L_ALIGN`` is added to the MLM loss (eq. L_ALIGN-MLM,
@@ -14,7 +18,7 @@ held-out words (``veco_plugin.evaluation.word_translation``)."""
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +30,7 @@ from ..corpora.subwords import load_sentencepiece
 from ..data.bilingual_dictionary import (
     ResolvedDictionary,
     load_resolved,
+    load_token_pairs,
     load_word_pairs,
     mean_embeddings,
     save_resolved,
@@ -47,9 +52,14 @@ class AlignSettings(FairseqDataclass):
         default=None,
         metadata={
             "help": "bilingual word list for L_ALIGN: MUSE-style `src tgt` lines (e.g. "
-            "veco-gettext-dictionary's train.txt) or a resolved align_dictionary.tsv of an "
-            "earlier run (used as is)"
+            "veco-gettext-dictionary's train.txt), `token token` lines with "
+            "--align-dictionary-pieces, or a resolved align_dictionary.tsv of an earlier run "
+            "(used as is)"
         },
+    )
+    align_dictionary_pieces: bool = field(
+        default=False,
+        metadata={"help": "--align-dictionary holds dict.txt token pairs, not words"},
     )
     align_heldout: Optional[str] = field(
         default=None,
@@ -73,6 +83,38 @@ def _is_resolved(path: str) -> bool:
         return f.read(3) == b"# {"
 
 
+def resolve_dictionary(
+    cfg: AlignSettings, task: Any, path: str, flag: str = "--align-dictionary"
+) -> ResolvedDictionary:
+    """The file ``path`` given as ``flag`` over ``task.source_dictionary``: a resolved
+    ``align_dictionary.tsv`` as is; with ``--align-dictionary-pieces`` token pairs
+    (``load_token_pairs``); else a word list through ``--align-spm-model`` (default
+    ``DATA/spm.model``)."""
+    if os.path.isdir(path):
+        raise VecoUserError(
+            f"{flag} {path} is a directory: give the word list in it (veco-gettext-dictionary "
+            "--output DIR writes DIR/train.txt and DIR/heldout.txt)"
+        )
+    if not os.path.isfile(path):
+        raise VecoUserError(f"{flag} {path}: no such file")
+    if _is_resolved(path):
+        return load_resolved(path, task.source_dictionary)
+    if cfg.align_dictionary_pieces:
+        return load_token_pairs(path, task.source_dictionary)
+    spm_model = cfg.align_spm_model
+    if spm_model is None:
+        data = getattr(getattr(task, "cfg", None), "data", "")
+        spm_model = os.path.join(data, "spm.model")
+        if not os.path.isfile(spm_model):
+            raise VecoUserError(
+                f"{flag} {path} is a word list: give --align-spm-model (the sentencepiece "
+                f"model of DATA/dict.txt; {spm_model} does not exist), or "
+                "--align-dictionary-pieces if it holds dict.txt token pairs"
+            )
+    spm = load_sentencepiece(spm_model, flag="--align-spm-model")
+    return load_word_pairs(path, spm, task.source_dictionary, cfg.align_skip_multi_piece)
+
+
 class DictionaryAlignmentTerm(VecoTerm):
     keys = ("align",)
 
@@ -83,7 +125,7 @@ class DictionaryAlignmentTerm(VecoTerm):
                 "the align term needs --align-dictionary FILE (`src tgt` word pairs per line; "
                 "veco-gettext-dictionary --tgt-lang de --output DIR writes DIR/train.txt)"
             )
-        self.dictionary = self._resolve(cfg.align_dictionary)
+        self.dictionary = resolve_dictionary(cfg, task, cfg.align_dictionary)
         if len(self.dictionary) == 0:
             raise VecoUserError(
                 f"--align-dictionary {cfg.align_dictionary}: no usable entry "
@@ -100,38 +142,13 @@ class DictionaryAlignmentTerm(VecoTerm):
                     "score must be on words L_ALIGN does not train (veco-gettext-dictionary "
                     "--output DIR writes DIR/train.txt and DIR/heldout.txt)"
                 )
-            heldout = self._resolve(cfg.align_heldout)
+            heldout = resolve_dictionary(cfg, task, cfg.align_heldout, "--align-heldout")
             logger.info("--align-heldout %s: %s", cfg.align_heldout, heldout.summary())
             self.score_task = build_task(heldout, [self.dictionary])
         if cfg.distributed_rank == 0 and not cfg.no_save:
             os.makedirs(cfg.save_dir, exist_ok=True)
             save_resolved(self.dictionary, os.path.join(cfg.save_dir, RESOLVED_NAME))
         self.device: Optional[torch.device] = None
-
-    def _resolve(self, path: str) -> ResolvedDictionary:
-        flag = "--align-dictionary" if path == self.cfg.align_dictionary else "--align-heldout"
-        if os.path.isdir(path):
-            raise VecoUserError(
-                f"{flag} {path} is a directory: give the word list in it (veco-gettext-dictionary "
-                "--output DIR writes DIR/train.txt and DIR/heldout.txt)"
-            )
-        if not os.path.isfile(path):
-            raise VecoUserError(f"{flag} {path}: no such file")
-        if _is_resolved(path):
-            return load_resolved(path, self.task.source_dictionary)
-        spm_model = self.cfg.align_spm_model
-        if spm_model is None:
-            data = getattr(getattr(self.task, "cfg", None), "data", "")
-            spm_model = os.path.join(data, "spm.model")
-            if not os.path.isfile(spm_model):
-                raise VecoUserError(
-                    f"{flag} {path} is a word list: give --align-spm-model (the sentencepiece "
-                    f"model of DATA/dict.txt; {spm_model} does not exist)"
-                )
-        spm = load_sentencepiece(spm_model, flag="--align-spm-model")
-        return load_word_pairs(
-            path, spm, self.task.source_dictionary, self.cfg.align_skip_multi_piece
-        )
 
     def prepare(self, model):
         self.embeddings = inner_model(model).sentence_encoder.embed_tokens

@@ -7,15 +7,16 @@ with probability ``p`` (``--dict-mlm-prob``, 0.5 in the paper) when the token ha
 a token without a translation keeps its target. The input is masked as for MLM: only
 the targets change.
 
-The translations come from ``--align-dictionary``, the flag and loader of ALIGN-MLM's
-``align`` term (the two objectives of one experiment read one dictionary): a MUSE word
-list through sentencepiece or a resolved ``align_dictionary.tsv``, of which every entry
-whose two sides are one piece each is a token translation (an entry with a multi-piece
-side has no one token to predict and is skipped); or, with ``--dict-mlm-pieces``, lines
-of two ``dict.txt`` symbols looked up as they are (``veco-derive-language``'s
-``bilingual.txt``: a piece and its copy), :func:`read_token_pairs`. Each pair
-translates both ways (``src -> tgt`` and ``tgt -> src``); a token listed with several
-translations keeps the first in file order, the forward direction first.
+The translations come from ``--align-dictionary``, read by ALIGN-MLM's loader
+(``dictionary_alignment.resolve_dictionary``: the two objectives of one experiment read
+one dictionary the same way): a MUSE word list through sentencepiece, a resolved
+``align_dictionary.tsv``, or, with ``--align-dictionary-pieces``, lines of two
+``dict.txt`` symbols looked up as they are (``veco-derive-language``'s ``bilingual.txt``:
+a piece and its copy; ``bilingual_dictionary.read_token_pairs``). Every entry whose two
+sides are one piece each is a token translation (an entry with a multi-piece side has no
+one token to predict and is skipped). Each pair translates both ways (``src -> tgt`` and
+``tgt -> src``); a token listed with several translations keeps the first in file order,
+the forward direction first.
 :func:`translation_table` turns them into one lookup ``(V,)`` built once;
 :func:`dictionary_targets` is the swap itself.
 
@@ -26,9 +27,8 @@ function of the model alone. Logged: ``mono_dict_loss``/``_acc`` and ``dict_swap
 the share (%) of masked translatable targets that were swapped (about 100 p)."""
 
 import logging
-import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from fairseq import metrics
@@ -36,11 +36,11 @@ from fairseq.dataclass import FairseqDataclass
 from omegaconf import II
 from torch import Tensor
 
-from ..data.bilingual_dictionary import ResolvedDictionary, read_word_pairs
+from ..data.bilingual_dictionary import ResolvedDictionary, special_ids
 from ..errors import VecoUserError
 from ..models.requests import PlugOut
 from .base import VecoTerm, check_range, inner_model
-from .dictionary_alignment import DictionaryAlignmentTerm
+from .dictionary_alignment import resolve_dictionary
 from .scores import logged_total, summed, targets_at, token_scores
 
 logger = logging.getLogger(__name__)
@@ -55,36 +55,7 @@ class DictMlmSettings(FairseqDataclass):
             "--align-dictionary is predicted as that translation (paper: 0.5)"
         },
     )
-    dict_mlm_pieces: bool = field(
-        default=False,
-        metadata={
-            "help": "--align-dictionary's lines are `token token` symbols of DATA/dict.txt "
-            "(veco-derive-language's bilingual.txt), looked up as they are, not words "
-            "through sentencepiece"
-        },
-    )
     seed: int = II("common.seed")
-
-
-def read_token_pairs(path: str, dictionary: Any) -> List[Tuple[int, int]]:
-    """``(src, tgt)`` ids of a file of ``token token`` lines (blank lines skipped), each
-    token a symbol of the fairseq ``dictionary``. A token it lacks, or a special symbol
-    (below ``nspecial``, ``<mask>``), is a :class:`VecoUserError` naming the file and
-    line."""
-    special = {dictionary.index("<mask>")} | set(range(dictionary.nspecial))
-    pairs = []
-    for lineno, words in read_word_pairs(path):
-        ids = tuple(dictionary.indices.get(w) for w in words)
-        for word, i in zip(words, ids):
-            if i is None or i in special:
-                what = "not a token of" if i is None else "a special symbol of"
-                raise VecoUserError(
-                    f"{path}:{lineno}: {word!r} is {what} the dictionary ({len(dictionary)} "
-                    "symbols): give token pairs of this model's dict.txt, or drop "
-                    "--dict-mlm-pieces for a word list"
-                )
-        pairs.append((ids[0], ids[1]))
-    return pairs
 
 
 def translation_table(pairs: List[Tuple[int, int]], vocab_size: int) -> Tensor:
@@ -132,19 +103,14 @@ class DictionaryMlmTerm(VecoTerm):
         if not cfg.align_dictionary:
             raise VecoUserError(
                 "the mono_dict term (DICT-MLM) needs --align-dictionary FILE (`src tgt` "
-                "word pairs per line, or a resolved align_dictionary.tsv)"
+                "word pairs per line, `token token` pairs of dict.txt with "
+                "--align-dictionary-pieces, or a resolved align_dictionary.tsv)"
             )
         dictionary = task.source_dictionary
         path = cfg.align_dictionary
-        if cfg.dict_mlm_pieces:
-            if not os.path.isfile(path):
-                raise VecoUserError(f"--align-dictionary {path}: no such file")
-            pairs, skipped = read_token_pairs(path, dictionary), 0
-        else:
-            # the align term's loader of --align-dictionary (it reads self.cfg, self.task)
-            resolved = DictionaryAlignmentTerm._resolve(self, path)  # type: ignore[arg-type]
-            pairs = self._token_pairs(resolved, dictionary)
-            skipped = len(resolved) - len(pairs)
+        resolved = resolve_dictionary(cfg, task, path)
+        pairs = self._token_pairs(resolved, dictionary)
+        skipped = len(resolved) - len(pairs)
         self.table = translation_table(pairs, len(dictionary))  # (V,)
         translated = int(self.table.ne(torch.arange(len(dictionary))).sum())
         logger.info(
@@ -167,7 +133,7 @@ class DictionaryMlmTerm(VecoTerm):
         src = resolved.src_ids[:, 0][single].tolist()
         tgt = resolved.tgt_ids[:, 0][single].tolist()
         words = [w for w, keep in zip(zip(resolved.src_words, resolved.tgt_words), single) if keep]
-        special = {dictionary.index("<mask>")} | set(range(dictionary.nspecial))
+        special = special_ids(dictionary)
         for (s, t), (a, b) in zip(zip(src, tgt), words):
             if s in special or t in special:
                 raise VecoUserError(
@@ -186,16 +152,10 @@ class DictionaryMlmTerm(VecoTerm):
     @staticmethod
     def check_settings(cfg, weights):
         """``--dict-mlm-prob`` is a probability; ``--align-heldout`` scores the ``align``
-        term alone, which cannot read ``--dict-mlm-pieces``'s token lines."""
+        term alone."""
         prob = getattr(cfg, "dict_mlm_prob", None)
         if prob is not None:
             check_range("--dict-mlm-prob", prob, 0.0, 1.0, "a probability: give a value in [0, 1]")
-        if getattr(cfg, "dict_mlm_pieces", False) and weights.get("align"):
-            raise VecoUserError(
-                "--dict-mlm-pieces: the align term reads --align-dictionary as words through "
-                "sentencepiece, not as dict.txt tokens; train align and mono_dict in separate "
-                "runs, or give both a resolved align_dictionary.tsv without --dict-mlm-pieces"
-            )
         if weights.get("mono_dict") and not weights.get("align"):
             if getattr(cfg, "align_heldout", None):
                 raise VecoUserError(

@@ -141,6 +141,8 @@ def test_command(recipe: Recipe, row: Pretrained, files: Files, data: str, out: 
         for lang, paths in files.tests.items():
             command += ["--test", f"{lang}={','.join(paths)}"]
         command += ["--predictions", os.path.join(out, row.name, "predictions")]
+    if recipe.test_format == "squad":  # XTREME scores XQuAD with SQuAD v1.1's script
+        command += ["--normalisation", "squad"]
     return command + ["--json", scores_path(out, row.name)]
 
 
