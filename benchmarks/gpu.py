@@ -15,6 +15,12 @@ Stages, in order, each a ``benchmarks/run.py`` (or pytest) process of its own:
                (``step_profile.py``: the GPU's busy share, its work by kind of kernel)
   tests        the tests that need a GPU (``benchmarks/gpu_only.py`` selects them)
 
+Run only when named in ``--stages`` (issue 31, beyond the default call's budget):
+
+  token_tasks  veco_base, bf16: fine-tuning tokens/s of veco_tagging and veco_span_qa beside
+               fairseq's sentence_prediction (and transformers' XLM-R token classification
+               and QA), ``benchmarks/token_tasks_speed.py``
+
 Writes ``OUT/<device>-<date>.json`` (device, torch, CUDA, per stage: command, dtype,
 seconds and run.py's figures: tokens/s, MFU, peak memory, ratios) and ``.md`` (the
 README tables), both rewritten after every stage. Stages stop starting once
@@ -78,11 +84,17 @@ STAGES: Dict[str, List[str]] = {  # run.py flags on the GPU
         "--profile",
     ],
     "tests": [],  # pytest, not run.py
+    "token_tasks": ["--size", "veco_base", "--dtype", "bf16", "--batch", "32", "--length", "128"]
+    + ["--rounds", "10"],
 }
+SCRIPTS = {"token_tasks": "token_tasks_speed.py"}  # stages of another script than run.py
+OPT_IN = ("token_tasks",)  # run only when --stages names them
 # --dry-run: appended to every run.py stage (argparse: the last value wins)
 DRY = ["--device", "cpu", "--size", "veco_tiny", "--vocab", "1000", "--pairs", "2"]
 DRY += ["--min-len", "8", "--max-len", "16", "--rounds", "1", "--dict-entries", "50"]
 DRY += ["--search-length", "16", "--search-max-pairs", "3"]
+TOKEN_DRY = ["--device", "cpu", "--size", "veco_tiny", "--vocab", "1000", "--batch", "4"]
+TOKEN_DRY += ["--length", "16", "--rounds", "1"]  # token_tasks_speed.py's --dry-run flags
 GPU_TEST_HINT = "torch.cuda.is_available()"  # files holding GPU tests say this
 
 
@@ -91,7 +103,11 @@ def parse_args(argv=None):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the results")
-    p.add_argument("--stages", default=",".join(STAGES), help="comma-separated, in order")
+    p.add_argument(
+        "--stages",
+        default=",".join(s for s in STAGES if s not in OPT_IN),
+        help=f"comma-separated, in order ({', '.join(OPT_IN)}: only when named)",
+    )
     p.add_argument("--budget", type=float, default=560.0, help="seconds for all stages")
     p.add_argument("--previous", help="an earlier JSON of this command: its finished stages stay")
     p.add_argument("--dry-run", action="store_true", help="the CPU at veco_tiny size")
@@ -140,10 +156,12 @@ def run_stage(name: str, a, seconds: float) -> Dict[str, Any]:
     if name == "tests":
         cmd, shown = tests_command(scratch)
     else:
-        flags = STAGES[name] + (DRY if a.dry_run else [])
-        cmd = [sys.executable, os.path.join(HERE, "run.py"), *flags]
+        script = SCRIPTS.get(name, "run.py")
+        dry = TOKEN_DRY if script == "token_tasks_speed.py" else DRY
+        flags = STAGES[name] + (dry if a.dry_run else [])
+        cmd = [sys.executable, os.path.join(HERE, script), *flags]
         cmd += ["--json", os.path.join(scratch, "result.json")]
-        shown = " ".join(["python benchmarks/run.py", *flags])
+        shown = " ".join([f"python benchmarks/{script}", *flags])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
     # pytest loads no installed plugin by itself: the device image holds many (jaxtyping's
     # imports jax, which wants numpy 2); the suite needs none without -n
@@ -224,7 +242,7 @@ def markdown(results: Dict[str, Any]) -> str:
     commands = []
     for name, stage in stages.items():
         r = stage.get("result")
-        if name in ("tests", "max_tokens", "profile") or r is None:
+        if name in ("tests", "max_tokens", "profile", *SCRIPTS) or r is None:
             continue
         commands.append(f"- {name}: `{stage['command']}`")
         names = [k[: -len("_tokens_per_s")] for k in r if k.endswith("_tokens_per_s")]
@@ -238,6 +256,8 @@ def markdown(results: Dict[str, Any]) -> str:
                 f"| {'-' if mfu is None else f'{100 * mfu:.1f}%'} "
                 f"| {r[f'{n}_peak_mem_mb'] / 1024:.2f} | {r.get(f'{n}_mem_ratio', 1.0):.2f} |"
             )
+    if len(lines) == 4:  # no run.py stage ran: no table of them
+        del lines[1:]
     met = [f"- {name}: {against_targets(name, s['result'])}" for name, s in stages.items()
            if name != "profile" and "ca_mlm_time_ratio" in s.get("result", {})]  # fmt: skip
     if met:
@@ -267,6 +287,11 @@ def markdown(results: Dict[str, Any]) -> str:
         ]
         lines += profile_table(profiled)
         commands.append(f"- profile: `{stages['profile']['command']}`")
+    tokens = stages.get("token_tasks", {}).get("result")
+    if tokens:
+        lines += ["", "Fine-tuning the token tasks beside fairseq's sentence_prediction:", ""]
+        lines += token_table(tokens)
+        commands.append(f"- token_tasks: `{stages['token_tasks']['command']}`")
     tests = stages.get("tests")
     if tests and "passed" in tests:
         lines += ["", f"GPU tests: {tests['passed']} passed, {tests['failed']} failed, "
@@ -284,6 +309,33 @@ def profile_table(r: Dict[str, Any]) -> List[str]:
     for n in names:
         shares = " | ".join(f"{100 * r.get(f'{n}_share_{k}', 0.0):.1f}%" for k in kinds)
         lines.append(f"| {n} | {100 * r[f'{n}_busy']:.0f}% | {shares} |")
+    return lines
+
+
+def token_table(r: Dict[str, Any]) -> List[str]:
+    """``token_tasks_speed.py``'s columns: tokens/s and the ratio to sentence_prediction's
+    (issue 31's target for the token tasks: >= 0.95, met or MISSED)."""
+    size = r["size"] or f"{r['shape']['layers']}x{r['shape']['dim']}"
+    said = f"{size}, {r['dtype']}, {r['batch']} windows x {r['length']} tokens"
+    said += f" ({r['tokens_per_step']:,} real)"
+    if r["transformers_skipped"]:
+        said += f"; transformers columns skipped: {r['transformers_skipped']}"
+    lines = [
+        said,
+        "",
+        "| column | tokens/s | s/update | x sentence_prediction | MFU | peak GiB | >= 0.95 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    names = [k[: -len("_tokens_per_s")] for k in r if k.endswith("_tokens_per_s")]
+    names.sort(key=lambda n: (n != "sentence_prediction", n.startswith("hf_"), n))
+    for n in names:
+        mfu, met = r[f"{n}_mfu"], r.get(f"{n}_met")
+        lines.append(
+            f"| {n} | {r[f'{n}_tokens_per_s']:,.0f} | {r[f'{n}_s_per_update']:.4f} "
+            f"| {r[f'{n}_ratio']:.3f} | {'-' if mfu is None else f'{100 * mfu:.1f}%'} "
+            f"| {r[f'{n}_peak_mem_mb'] / 1024:.2f} "
+            f"| {'' if met is None else ('met' if met else 'MISSED')} |"
+        )
     return lines
 
 

@@ -147,3 +147,38 @@ def test_init_sweep_bad_flag_is_one_line(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "init_sweep.py: error: --pretrain-updates '0': give at least one budget > 0"
     ]
+
+
+def test_token_tasks_speed_through_the_gpu_stage(tmp_path):
+    """benchmarks/token_tasks_speed.py as gpu.py's opt-in ``token_tasks`` stage runs it
+    (--dry-run: the CPU, veco_tiny, one round): every column timed on the same tokens, the
+    ratio to sentence_prediction and issue 31's verdict in the JSON and the README table."""
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "gpu.py"), "--dry-run"]
+        + ["--stages", "token_tasks", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (path,) = tmp_path.glob("cpu-*.json")
+    stage = json.loads(path.read_text())["stages"]["token_tasks"]
+    assert stage["command"].startswith("python benchmarks/token_tasks_speed.py")
+    r = stage["result"]
+    assert (r["device"], r["size"], r["dtype"], r["batch"]) == ("cpu", "veco_tiny", "bf16", 4)
+    columns = ["sentence_prediction", "veco_tagging", "veco_span_qa"]
+    if r["transformers"] is not None:
+        columns += ["hf_token_classification", "hf_question_answering"]
+        assert r["veco_tagging_vs_hf"] > 0 and r["veco_span_qa_vs_hf"] > 0
+    else:
+        assert "transformers" in r["transformers_skipped"]
+    assert r["tokens_per_step"] > 0 and r["sentence_prediction_ratio"] == 1.0
+    for name in columns:
+        assert r[f"{name}_tokens_per_s"] > 0 and r[f"{name}_peak_mem_mb"] > 0, name
+        assert math.isfinite(r[f"{name}_ratio"]) and r[f"{name}_mfu"] is None, name
+    for name in ("veco_tagging", "veco_span_qa"):
+        assert r[f"{name}_met"] == (r[f"{name}_ratio"] >= 0.95)
+    md = path.with_suffix(".md").read_text()
+    assert "| veco_tagging | " in md.split("sentence_prediction:")[1]
+    assert "time x masked_lm" not in md and "- token_tasks: `" in md
