@@ -16,7 +16,7 @@ def test_dict_mlm_trains_and_logs_its_loss_and_swap_rate(pretrain_data, tmp_path
     pairs = tmp_path / "bilingual.txt"
     pairs.write_text("".join(f"{a} {b}\n" for a, b in zip(tokens[::2], tokens[1::2])))
 
-    flags = ["--align-dictionary", pairs, "--dict-mlm-pieces", "--log-interval", "10"]
+    flags = ["--align-dictionary", pairs, "--align-dictionary-pieces", "--log-interval", "10"]
     args = pretrain_args(pretrain_data, tmp_path / "ck", "dict_mlm", UPDATES, *flags)
     out = run("fairseq-train", monolingual(args)).stdout
     records = json_logs(out)

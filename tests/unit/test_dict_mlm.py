@@ -10,17 +10,16 @@ import torch.nn.functional as F
 from tests.helpers.catalogs import write_mo
 from tests.helpers.quickstart import config
 from tests.helpers.toy import ToyTask, build, pair_batch, toy_dictionary
-from tests.unit.test_host_syncs import DataDependentOps, SyncRecorder, step
-from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
+from veco_plugin.data.bilingual_dictionary import (
+    ResolvedDictionary,
+    read_token_pairs,
+    save_resolved,
+)
 from veco_plugin.errors import VecoUserError
 from veco_plugin.models.requests import PlugOut
 from veco_plugin.objectives import build_criterion, objective
 from veco_plugin.quickstart import options, stages
-from veco_plugin.terms.dictionary_mlm import (
-    dictionary_targets,
-    read_token_pairs,
-    translation_table,
-)
+from veco_plugin.terms.dictionary_mlm import dictionary_targets, translation_table
 
 # toy word list: single pieces both ways, a two-piece side (skipped), a repeated source
 PAIRS = [
@@ -194,24 +193,14 @@ def test_token_pairs_file_is_looked_up_in_the_dictionary(tmp_path):
     path = tmp_path / "bilingual.txt"
     path.write_text("w1 w2\n\nw3 w4\n")
     ids = [(d.index("w1"), d.index("w2")), (d.index("w3"), d.index("w4"))]
-    assert read_token_pairs(str(path), d) == ids
+    assert [i for _, _, i in read_token_pairs(str(path), d)] == ids
     model = build("veco_tiny", d, seed=0).eval()
     batch = pair_batch(d, n_pairs=12, seed=3)
-    settings = dict(dict_mlm_pieces=True, dict_mlm_prob=1.0)
+    settings = dict(align_dictionary_pieces=True, dict_mlm_prob=1.0)
     _, _, log = _criterion("dict_mlm", d, path, **settings)(model, {"mono": batch})
     _, original = _masked_logits(model, batch)
     pieces = {d.index(w) for w in ("w1", "w2", "w3", "w4")}
     assert int(log["dict_swapped"]) == sum(int(t) in pieces for t in original)
-
-
-def test_no_host_sync_in_the_step(tmp_path):
-    assert objective("dict_mlm").quickstart_opt_in
-    run = step("dict_mlm", tmp_path)
-    run()
-    with SyncRecorder() as recorder, DataDependentOps() as ops:
-        run()
-    assert not recorder.calls, dict(recorder.calls)
-    assert not ops.plugin_calls(), ops.plugin_calls()
 
 
 # ------------------------------------------------------------------------- bad input
@@ -230,7 +219,7 @@ def test_bad_dictionaries_are_one_line(tmp_path, word_list):
     with pytest.raises(VecoUserError, match="nope.txt: no such file"):
         _criterion("dict_mlm", d, tmp_path / "nope.txt")
     with pytest.raises(VecoUserError, match="nope.txt: no such file"):
-        _criterion("dict_mlm", d, tmp_path / "nope.txt", dict_mlm_pieces=True)
+        _criterion("dict_mlm", d, tmp_path / "nope.txt", align_dictionary_pieces=True)
     multi = _write(d, tmp_path / "multi.tsv", [PAIRS[2]])
     with pytest.raises(VecoUserError, match="no entry is one piece on both sides"):
         _criterion("dict_mlm", d, multi)
@@ -240,12 +229,10 @@ def test_bad_dictionaries_are_one_line(tmp_path, word_list):
     unknown = tmp_path / "bilingual.txt"
     unknown.write_text("w1 w2\nw3 zzz\n")
     with pytest.raises(VecoUserError, match=rf"^{unknown}:2: 'zzz' is not a token of the"):
-        _criterion("dict_mlm", d, unknown, dict_mlm_pieces=True)
+        _criterion("dict_mlm", d, unknown, align_dictionary_pieces=True)
     unknown.write_text("<mask> w2\n")
     with pytest.raises(VecoUserError, match=rf"^{unknown}:1: '<mask>' is a special symbol"):
-        _criterion("dict_mlm", d, unknown, dict_mlm_pieces=True)
-    with pytest.raises(VecoUserError, match="^--dict-mlm-pieces: the align term reads"):
-        _criterion("veco_terms", d, word_list, terms="mono_dict=1,align=1", dict_mlm_pieces=True)
+        _criterion("dict_mlm", d, unknown, align_dictionary_pieces=True)
     with pytest.raises(VecoUserError, match="^--align-heldout .* drop --align-heldout"):
         _criterion("dict_mlm", d, word_list, align_heldout=str(word_list))
 
@@ -256,6 +243,7 @@ def test_bad_dictionaries_are_one_line(tmp_path, word_list):
 def test_the_quickstart_runs_the_row_only_when_asked(tmp_path, monkeypatch):
     write_mo(tmp_path / "de" / "LC_MESSAGES" / "app.mo", {"File": "Datei"})
     monkeypatch.setattr(options, "DEFAULT_LOCALE_DIR", str(tmp_path))
+    assert objective("dict_mlm").quickstart_opt_in
     assert "dictmlm" not in config().switches and "dictmlm" not in stages.inits(config())
     assert "--no-dictmlm" not in options.get_parser().format_help()
     cfg = config("--dictmlm", "--no-alignmlm")

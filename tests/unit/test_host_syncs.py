@@ -30,7 +30,7 @@ from veco_plugin.objectives import WORD_ALIGNMENTS, objective
 
 PLUGIN = os.path.join("veco_plugin", "")
 SYNCING = ("item", "cpu", "tolist", "numpy", "__bool__", "__int__", "__float__")
-CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam")
+CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam", "dict_mlm")
 aten = torch.ops.aten
 DATA_DEPENDENT = (
     aten.nonzero.default,
