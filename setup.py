@@ -87,6 +87,7 @@ setup(
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",
             "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
             "veco-derive-language = veco_plugin.cli.derive_language:cli_main",
+            "veco-derived-transfer = veco_plugin.cli.derived_transfer:cli_main",
         ]
     },
 )

@@ -161,7 +161,7 @@ def total_updates(windows: int, s: Settings) -> int:
     return s.epochs * math.ceil(batches / s.update_freq)
 
 
-def _fresh(*paths: str):
+def fresh(*paths: str):
     """A stage body that removes an unfinished stage's output, then runs its command."""
 
     def body(ctx: "StageContext") -> None:
@@ -175,7 +175,7 @@ def _fresh(*paths: str):
     return body
 
 
-def _finetune_body(data: str, save_dir: str, s: Settings):
+def finetune_body(data: str, save_dir: str, s: Settings):
     def body(ctx: "StageContext") -> None:
         if os.path.isdir(save_dir):
             shutil.rmtree(save_dir)
@@ -199,13 +199,13 @@ def pipelines(
         stages = []
         if twin is None:
             prepare = prepare_command(recipe, row, files, out, s)
-            stages.append(Stage(f"prepare-{row.name}", prepare, body=_fresh(data)))
+            stages.append(Stage(f"prepare-{row.name}", prepare, body=fresh(data)))
         finetune = finetune_command(recipe, row, data, out, s)
         save_dir = os.path.join(out, row.name, "checkpoints")
-        stages.append(Stage(f"finetune-{row.name}", finetune, _finetune_body(data, save_dir, s)))
+        stages.append(Stage(f"finetune-{row.name}", finetune, finetune_body(data, save_dir, s)))
         test = test_command(recipe, row, files, data, out)
         outputs = (scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
-        stages.append(Stage(f"test-{row.name}", test, body=_fresh(*outputs)))
+        stages.append(Stage(f"test-{row.name}", test, body=fresh(*outputs)))
         if twin is not None:
             by_name[twin.name] += stages
         else:

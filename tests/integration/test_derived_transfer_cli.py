@@ -1,0 +1,89 @@
+"""``veco-derived-transfer --smoke`` as installed, through the real console scripts: every
+stage runs, results.json holds the Δ table with alignment scores in [0, 1] and ρ, a re-run
+skips every stage; bad input is one line before any work."""
+
+import json
+import re
+
+import pytest
+
+from tests.helpers.runner import run
+
+PROG = "veco-derived-transfer"
+FIX = "tests/fixtures/udpos"
+TRANSFORMS, OBJECTIVES = ("trans", "trans_inv"), ("mlm", "align_mlm")
+FLAGS = [
+    "--smoke", "--jobs", "2",
+    "--text", "tests/fixtures/text/mono.en", "--text", "tests/fixtures/text/train.en",
+    "--tagged-train", f"{FIX}/train-en.excerpt.tsv", "--tagged-dev", f"{FIX}/dev-en.excerpt.tsv",
+    "--tagged-test", f"{FIX}/en_ewt-ud-dev.excerpt.conllu",
+    "--transforms", ",".join(TRANSFORMS), "--objectives", ",".join(OBJECTIVES),
+]  # fmt: skip
+
+
+def stages():
+    shared = ["corpus", "spm", "derive"]
+    for t in TRANSFORMS:
+        shared += [f"data-{t}", f"prepare-{t}-en", f"prepare-{t}-der"]
+    for t in TRANSFORMS:
+        for o in OBJECTIVES:
+            shared += [f"pretrain-{t}-{o}", f"align-{t}-{o}"]
+            for kind in ("zs", "sup"):
+                shared += [f"finetune-{t}-{o}-{kind}", f"test-{t}-{o}-{kind}"]
+    return shared
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("derived-transfer") / "run"
+    first = run(PROG, ["--out", out] + FLAGS, timeout=600)
+    return out, first
+
+
+def test_every_stage_runs_and_the_table_is_written(smoke):
+    out, first = smoke
+    done = re.findall(r"^== \[(\S+)\] \S+ done in", first.stdout, re.M)
+    assert sorted(done) == sorted(stages())
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert set(results["table"]) == set(TRANSFORMS)
+    for t in TRANSFORMS:
+        assert set(results["table"][t]) == set(OBJECTIVES)
+        for row in results["table"][t].values():
+            assert 0 <= row["sup"] <= 100 and 0 <= row["zs"] <= 100
+            assert row["delta"] == pytest.approx(row["sup"] - row["zs"])
+            assert 0.0 <= row["alignment"] <= 1.0
+    rho = results["spearman_alignment_delta"]
+    assert rho is None or -1.0 <= rho <= 1.0
+    assert "T_trans∘T_inv: SUP / ZS / Δ" in first.stdout and "Spearman ρ" in first.stdout
+    assert (out / "results.png").stat().st_size > 0
+    for t in TRANSFORMS:
+        assert (out / "data" / t / "bi" / "en-der").is_dir()
+
+
+def test_a_rerun_skips_every_stage(smoke):
+    out, first = smoke
+    again = run(PROG, ["--out", out] + FLAGS, timeout=300)
+    skipped = re.findall(r"^== \[(\S+)\] finished earlier: skipped", again.stdout, re.M)
+    assert sorted(skipped) == sorted(stages())
+    assert " start (log:" not in again.stdout
+    assert (out / "results.md").read_text(encoding="utf-8") in again.stdout
+
+
+def test_other_settings_on_the_same_out_are_refused(smoke):
+    out, _ = smoke
+    proc = run(PROG, ["--out", out] + FLAGS + ["--dictionary-coverage", "0.5"], check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert "finished earlier with other settings" in proc.stderr
+
+
+def test_bad_input_is_one_line_before_any_work(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("The\tDET\ncat\n\n", encoding="utf-8")
+    args = ["--out", tmp_path / "run", "--tagged-train", bad,
+            "--tagged-dev", f"{FIX}/dev-en.excerpt.tsv",
+            "--tagged-test", f"{FIX}/en_ewt-ud-dev.excerpt.conllu"]  # fmt: skip
+    proc = run(PROG, args, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{PROG}: error: ") and f"{bad}:2" in proc.stderr
+    assert not (tmp_path / "run").exists()

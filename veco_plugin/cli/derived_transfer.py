@@ -1,0 +1,356 @@
+"""``veco-derived-transfer``: ALIGN-MLM's controlled transfer experiment (Tang et al.,
+Table 3, Fig. 2) in one command: English and a derived language (T_trans, T_trans∘T_inv),
+one model per transformation and objective (MLM, XLM, DICT-MLM, ALIGN-MLM), POS fine-tuned
+on English (ZS) and on the derived language (SUP), both tested on the derived language;
+Δ = SUP − ZS, the alignment score of each model and their Spearman correlation.
+
+::
+
+    veco-derived-transfer --out runs/derived --text gettext/mono.en \\
+        --tagged-train en_ewt-ud-train.conllu --tagged-dev en_ewt-ud-dev.conllu \\
+        --tagged-test en_ewt-ud-test.conllu --jobs 2
+
+Budget: the default (``--scale cpu``) is sized for about 70 minutes on 2 CPU cores with
+``--jobs 2`` (a 4 x 128 encoder, 2500 updates per model; stage times measured and
+extrapolated in examples/derived_transfer/README.md); ``--scale gpu`` is veco_small
+(6 x 768) for 20k updates with the paper's POS recipe; ``--smoke`` is a pipeline check
+(minutes, meaningless numbers). No language embeddings: every objective runs without
+language IDs (the plugin has none), a deviation from App. G.3 for XLM and DICT-MLM.
+
+OUT holds the corpus, the sentencepiece model, the derived languages, every DATA,
+checkpoint, score, log (OUT/logs) and stamp (OUT/stamps: a re-run skips finished stages)
+and OUT/results.{md,json,png}. Stages: :mod:`veco_plugin.derived_transfer.stages`.
+"""
+
+import argparse
+import glob
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..derived_transfer import report
+from ..derived_transfer import stages as st
+from ..errors import VecoUserError
+from ..quickstart.options import QuickstartError
+from ..quickstart.scheduler import Console, Runner, interruptible
+from ..xtreme.stages import Settings
+from .common import check_at_least, run_cli
+
+PROG = "veco-derived-transfer"
+TRANSFORMS = ("trans", "trans_inv")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The defaults of a ``--scale`` (every one a flag)."""
+
+    vocab_size: int
+    max_text_lines: int
+    pos_train_sentences: int
+    valid_lines: int
+    updates: int
+    warmup: int
+    lr: str
+    max_tokens: int
+    max_positions: int
+    arch: str
+    size: Tuple[str, ...]
+    """encoder-size flags after --arch (each overridden by its own flag)."""
+    finetune_lr: float
+    finetune_epochs: int
+    finetune_batch_size: int
+
+
+TINY_4x128 = (
+    "--encoder-layers",
+    "4",
+    "--encoder-embed-dim",
+    "128",
+    "--encoder-ffn-embed-dim",
+    "512",
+    "--encoder-attention-heads",
+    "4",
+)
+SCALES: Dict[str, Scale] = {
+    # 2 CPU cores, --jobs 2: about 70 min, extrapolated from measured stage times
+    # (examples/derived_transfer/README.md): 8 models x (2500 updates at ~3 updates/s + 2
+    # fine-tunings of 3 x 126 updates) / 2 side by side
+    "cpu": Scale(4000, 0, 4000, 300, 2500, 250, "1e-3", 4096, 128, "veco_tiny", TINY_4x128,
+                 5e-4, 3, 32),
+    # one GPU: veco_small (6 x 768), the paper's POS recipe (Table 11)
+    "gpu": Scale(8000, 0, 0, 1000, 20000, 1000, "5e-4", 16384, 256, "veco_small", (),
+                 2e-5, 10, 32),
+    # the tests' pipeline check
+    "smoke": Scale(300, 300, 60, 20, 8, 2, "1e-3", 1024, 64, "veco_tiny", (), 1e-3, 1, 8),
+}  # fmt: skip
+
+
+def get_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+        epilog="Budget: --scale cpu (the default) is sized for about 70 min (under 90) on 2 "
+        "CPU cores with --jobs 2: 2 transformations x 4 objectives = 8 pre-trainings of 2500 "
+        "updates (4 x 128 encoder, ~3 updates/s each) and 16 POS fine-tunings (3 epochs of "
+        "4000 sentences); --scale gpu: veco_small, 20k updates, the paper's POS recipe; "
+        "--smoke: a pipeline check of minutes (meaningless numbers).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--out", required=True, help="the run directory (a re-run resumes)")
+    p.add_argument("--text", action="append", default=[], metavar="FILE",
+                   help="English pre-training text, a sentence a line (repeat); the POS "
+                   "train sentences are always added")  # fmt: skip
+    p.add_argument("--pos", metavar="DIR", help="a folder with one *train*, *dev* and *test* "
+                   "file (.conllu or word<TAB>tag .tsv); the --tagged-* flags win")  # fmt: skip
+    for split in st.POS_SPLITS:
+        p.add_argument(f"--tagged-{split}", metavar="FILE", help=f"English POS {split} "
+                       "(CoNLL-U *.conllu or word<TAB>tag)")  # fmt: skip
+    p.add_argument("--transforms", default=",".join(TRANSFORMS),
+                   help=f"comma-separated, of {', '.join(TRANSFORMS)} [%(default)s]")  # fmt: skip
+    p.add_argument("--objectives", default=",".join(st.OBJECTIVES),
+                   help=f"comma-separated, of {', '.join(st.OBJECTIVES)} "
+                   "[%(default)s]")  # fmt: skip
+    p.add_argument("--dictionary-coverage", type=float, default=0.25,
+                   help="share of the tokens in the bilingual dictionary (DICT-MLM, "
+                   "ALIGN-MLM), drawn uniformly [%(default)s]")  # fmt: skip
+    p.add_argument("--seed", type=int, default=1, help="every draw and training [%(default)s]")
+    p.add_argument("--scale", choices=("cpu", "gpu"), default="cpu",
+                   help="the defaults below: cpu (2 cores, ~70 min) or gpu "
+                   "[%(default)s]")  # fmt: skip
+    p.add_argument("--smoke", action="store_true", help="tiny everything (a pipeline check)")
+    p.add_argument("--jobs", type=int, default=2, help="models side by side [%(default)s]")
+    g = p.add_argument_group("data (default: the --scale's)")
+    g.add_argument("--spm-model", help="English sentencepiece model (default: trained on the text)")
+    g.add_argument("--vocab-size", type=int, help="pieces of the trained model (cpu 4000)")
+    g.add_argument("--max-text-lines", type=int, help="--text lines used, 0: all (cpu: all)")
+    g.add_argument(
+        "--pos-train-sentences",
+        type=int,
+        help="POS train sentences fine-tuned on, 0: all (cpu 4000; pre-training reads all)",
+    )
+    g.add_argument("--valid-lines", type=int, help="pre-training valid lines (cpu 300)")
+    g.add_argument("--tlm-share", type=float, default=0.25,
+                   help="XLM's TLM pairs: share of MLM's train lines [%(default)s]")  # fmt: skip
+    g = p.add_argument_group("pre-training (default: the --scale's)")
+    g.add_argument("--updates", type=int, help="updates per model (cpu 2500, gpu 20000)")
+    g.add_argument("--warmup", type=int, help="inverse-sqrt warm-up updates (cpu 250)")
+    g.add_argument("--lr", help="peak learning rate (cpu 1e-3)")
+    g.add_argument("--max-tokens", type=int, help="tokens per update (cpu 4096)")
+    g.add_argument("--max-positions", type=int, help="tokens per segment (cpu 128)")
+    g.add_argument(
+        "--arch",
+        help="veco arch (cpu veco_tiny at 4 x 128, FFN 512, 4 heads; gpu veco_small: 6 x 768)",
+    )
+    for flag in ("layers", "embed-dim", "ffn-embed-dim", "attention-heads"):
+        g.add_argument(f"--encoder-{flag}", type=int, help="overrides the --scale's and the arch's")
+    g = p.add_argument_group("POS fine-tuning (paper, Table 11: lr 2e-5, 10 epochs, batch 32)")
+    g.add_argument("--finetune-lr", type=float, help="(cpu 5e-4: a tiny model needs more)")
+    g.add_argument("--finetune-epochs", type=int, help="(cpu 3)")
+    g.add_argument("--finetune-batch-size", type=int, help="(32)")
+    g.add_argument("--max-length", type=int, default=128, help="window positions [128]")
+    return p
+
+
+def _listed(value: str, choices: Sequence[str], flag: str) -> Tuple[str, ...]:
+    named = tuple(x.strip() for x in value.split(","))
+    for name in named:
+        if name not in choices:
+            extra = ""
+            if flag == "--transforms" and name == "inv":
+                extra = " (T_inv alone has no copies: no dictionary, no alignment score)"
+            raise VecoUserError(
+                f"{flag} {value}: unknown {name!r}{extra}: give comma-separated names of "
+                f"{', '.join(choices)}"
+            )
+    if len(set(named)) != len(named):
+        raise VecoUserError(f"{flag} {value}: a name given twice")
+    return named
+
+
+def tagged_files(args: argparse.Namespace) -> Dict[str, str]:
+    """train/dev/test -> the file: --tagged-*, completed from --pos DIR."""
+    files: Dict[str, str] = {}
+    for split in st.POS_SPLITS:
+        given = getattr(args, f"tagged_{split}")
+        if given is None and args.pos:
+            if not os.path.isdir(args.pos):
+                raise VecoUserError(f"--pos {args.pos}: no such directory")
+            found = [
+                f
+                for f in sorted(glob.glob(os.path.join(glob.escape(args.pos), f"*{split}*")))
+                if f.endswith((".conllu", ".tsv"))
+            ]
+            if len(found) != 1:
+                raise VecoUserError(
+                    f"--pos {args.pos}: {len(found)} *{split}*.conllu/.tsv files: give "
+                    f"--tagged-{split} FILE"
+                )
+            given = found[0]
+        if given is None:
+            raise VecoUserError(f"--tagged-{split} FILE (or --pos DIR) is needed: English POS")
+        if not os.path.isfile(given):
+            raise VecoUserError(f"--tagged-{split} {given}: no such file")
+        files[split] = given
+    return files
+
+
+def _pick(value, default):
+    return default if value is None else value
+
+
+def config_from(args: argparse.Namespace) -> st.Config:
+    """The one place where the flags become a checked :class:`Config`; bad input fails
+    here, before any stage."""
+    import torch
+
+    from ..corpora.tagging import read_tagged
+
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise VecoUserError(f"--out {args.out} is a file: give a run directory (new, or to resume)")
+    scale = SCALES["smoke" if args.smoke else args.scale]
+    gpu = args.scale == "gpu" and not args.smoke
+    if gpu and not torch.cuda.is_available():
+        raise VecoUserError("--scale gpu: no CUDA device here: leave --scale out (cpu)")
+    for path in args.text:
+        if not os.path.isfile(path):
+            raise VecoUserError(f"--text {path}: no such file")
+    tagged = tagged_files(args)
+    for split, path in tagged.items():
+        if not read_tagged([path]):  # a malformed file is one line naming its line
+            raise VecoUserError(f"--tagged-{split} {path}: no sentences")
+    if args.spm_model and not os.path.isfile(args.spm_model):
+        raise VecoUserError(f"--spm-model {args.spm_model}: no such file")
+    if not 0 < args.dictionary_coverage <= 1:
+        raise VecoUserError(
+            f"--dictionary-coverage {args.dictionary_coverage}: give a fraction in (0, 1]"
+        )
+    if not 0 <= args.tlm_share <= 1:
+        raise VecoUserError(f"--tlm-share {args.tlm_share}: give a fraction in [0, 1]")
+    for flag in ("jobs", "updates", "vocab_size", "valid_lines", "max_tokens", "finetune_epochs",
+                 "finetune_batch_size", "encoder_layers", "encoder_embed_dim",
+                 "encoder_ffn_embed_dim", "encoder_attention_heads"):  # fmt: skip
+        check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}")
+    for flag in ("max_text_lines", "pos_train_sentences", "warmup"):
+        check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}", 0)
+    check_at_least(args.max_positions, "--max-positions", 8)
+    check_at_least(args.max_length, "--max-length", 3)
+    size: List[str] = []
+    arch = _pick(args.arch, scale.arch)
+    defaults = dict(zip(scale.size[::2], scale.size[1::2])) if arch == scale.arch else {}
+    for flag in ("layers", "embed-dim", "ffn-embed-dim", "attention-heads"):
+        value = _pick(getattr(args, f"encoder_{flag.replace('-', '_')}"),
+                      defaults.get(f"--encoder-{flag}"))  # fmt: skip
+        if value is not None:
+            size += [f"--encoder-{flag}", str(value)]
+    gpus = 1 if gpu else 0
+    finetune = Settings(
+        lr=_pick(args.finetune_lr, scale.finetune_lr),
+        epochs=_pick(args.finetune_epochs, scale.finetune_epochs),
+        max_length=args.max_length,
+        max_question=0,
+        doc_stride=0,
+        batch_size=_pick(args.finetune_batch_size, scale.finetune_batch_size),
+        update_freq=1,
+        warmup_updates=0,
+        weight_decay=0.0,
+        seed=args.seed,
+        dropout=0.1,
+        cpu=not gpu,
+        gpus=gpus,
+    )
+    return st.Config(
+        out=args.out,
+        texts=tuple(args.text),
+        tagged=tagged,
+        transforms=_listed(args.transforms, TRANSFORMS, "--transforms"),
+        objectives=_listed(args.objectives, tuple(st.OBJECTIVES), "--objectives"),
+        coverage=args.dictionary_coverage,
+        seed=args.seed,
+        spm_model=args.spm_model,
+        vocab_size=_pick(args.vocab_size, scale.vocab_size),
+        max_text_lines=_pick(args.max_text_lines, scale.max_text_lines),
+        max_pos_train=_pick(args.pos_train_sentences, scale.pos_train_sentences),
+        valid_lines=_pick(args.valid_lines, scale.valid_lines),
+        tlm_share=args.tlm_share,
+        updates=_pick(args.updates, scale.updates),
+        warmup=_pick(args.warmup, scale.warmup),
+        lr=_pick(args.lr, scale.lr),
+        max_tokens=_pick(args.max_tokens, scale.max_tokens),
+        max_positions=_pick(args.max_positions, scale.max_positions),
+        arch=arch,
+        size=tuple(size),
+        device=() if gpu else ("--cpu",),
+        finetune=finetune,
+    )
+
+
+NOTES = (
+    "no language embeddings: every objective runs without language IDs (the plugin has "
+    "none), a deviation from App. G.3 for XLM and DICT-MLM",
+    "alignment score: over the non-special English tokens that occur in the pre-training "
+    "text, their copies the candidates",
+)
+
+
+def results(cfg: st.Config) -> str:
+    cells = [
+        report.Cell(
+            transform=t,
+            objective=o,
+            label=st.OBJECTIVES[o].label,
+            sup=st.accuracy(cfg, t, o, st.DERIVED),
+            zs=st.accuracy(cfg, t, o, "en"),
+            alignment=st.read_alignment(cfg, t, o),
+        )
+        for t in cfg.transforms
+        for o in cfg.objectives
+    ]
+    about = {
+        "settings": {
+            "updates": cfg.updates, "arch": cfg.arch, "size": list(cfg.size),
+            "max_tokens": cfg.max_tokens, "lr": cfg.lr, "dictionary_coverage": cfg.coverage,
+            "finetune_lr": cfg.finetune.lr, "finetune_epochs": cfg.finetune.epochs,
+            "finetune_batch_size": cfg.finetune.batch_size, "seed": cfg.seed,
+        },
+    }  # fmt: skip
+    return report.write(cfg.out, cells, about, NOTES)
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    for sub in ("logs", "stamps"):
+        os.makedirs(cfg.path(sub), exist_ok=True)
+    # the side-by-side jobs share the cores: torch's threads divided among them
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (cores or 1) // args.jobs)))
+    models = len(cfg.transforms) * len(cfg.objectives)
+    print(f"== {PROG}: {models} model(s) ({', '.join(cfg.transforms)} x "
+          f"{', '.join(cfg.objectives)}), results in {cfg.out}")  # fmt: skip
+    runner = Runner(
+        cfg.out,
+        args.jobs,
+        Console(prog=PROG),
+        restart=f"another --out, or remove that stamp to run {PROG}'s stage again",
+    )
+
+    def work() -> int:
+        runner.run_pipeline(st.shared_stages(cfg))
+        runner.run_pipelines(st.pipelines(cfg))
+        return 0
+
+    status = interruptible(runner, work)
+    if status:
+        return status
+    print("\n" + results(cfg))
+    print(f"== written: {cfg.out}/results.md, results.json, results.png")
+    return 0
+
+
+def cli_main(argv: Optional[Sequence[str]] = None) -> None:
+    status: List[int] = []
+    run_cli(PROG, get_parser, lambda a: status.append(main(a)), QuickstartError, argv)
+    raise SystemExit(status[0] if status else 0)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,407 @@
+"""``veco-derived-transfer``'s stages: the exact commands, stamped under OUT/stamps.
+
+=========================  ================================================================
+corpus                     the pre-training text (``--text`` files, then the words of every
+                           POS train sentence, a line each) -> OUT/corpus/text.txt; the
+                           tagged train (the first ``--pos-train-sentences``), dev and test
+                           as TSV -> OUT/corpus/pos-{train,dev,test}.tsv
+spm                        ``veco-spm train`` on it -> OUT/spm.model (or ``--spm-model``)
+derive                     ``veco-derive-language`` -> OUT/derived (en/, <transform>/,
+                           dict.txt: English + copies, bilingual.txt: the dictionary)
+data-<t>                   the pieces split (valid: the last lines), TLM pairs drawn,
+                           ``fairseq-preprocess --only-source --srcdict dict.txt`` ->
+                           OUT/data/<t>/mono/{en,der}, bi/en-der (veco_pretraining's DATA)
+prepare-<t>-{en,der}       ``veco-prepare-tagging``: English / derived POS train and dev
+                           -> OUT/pos/<t>-{en,der}/data
+pretrain-<t>-<o>           ``fairseq-train --task veco_pretraining`` with objective <o>
+align-<t>-<o>              the alignment score of its embeddings -> .../alignment.json
+finetune-<t>-<o>-{zs,sup}  ``fairseq-train --task veco_tagging`` from it on English (ZS) or
+                           the derived language (SUP), best on that language's dev
+test-<t>-<o>-{zs,sup}      ``veco-tag-eval`` on the derived test set -> scores.json
+=========================  ================================================================
+
+One pipeline per model (pretrain .. test), after the shared stages; the pipelines run side
+by side on ``--jobs`` slots (:mod:`..quickstart.scheduler`). The fine-tuning and test
+commands are ``veco-xtreme``'s (:mod:`..xtreme.stages`), its udpos recipe.
+"""
+
+import json
+import os
+import random
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from ..corpora.derived import DICT_FILE, ENGLISH, PAIRS_FILE
+from ..corpora.tagging import format_tagged_tsv, read_tagged
+from ..pretraining_command import USER_DIR, PretrainingCommand
+from ..quickstart.scheduler import Stage
+from ..xtreme import stages as xtreme
+from ..xtreme.models import Pretrained
+from ..xtreme.recipes import RECIPES
+from .alignment_score import score_checkpoint
+
+if TYPE_CHECKING:
+    from ..quickstart.scheduler import StageContext
+
+RECIPE = RECIPES["udpos"]
+DERIVED = "der"  # the derived language's code in DATA (mono/der, bi/en-der)
+POS_SPLITS = ("train", "dev", "test")
+TEXT = "text.txt"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One column of the paper's comparison: the criterion and what it is given."""
+
+    name: str
+    label: str
+    criterion: str
+    flags: Tuple[str, ...]
+    """fairseq-train flags; ``{dictionary}`` stands for OUT/derived/bilingual.txt."""
+    pairs: bool
+    """trains on the En-derived sentence pairs too (TLM)."""
+
+
+OBJECTIVES: Dict[str, Objective] = {
+    o.name: o
+    for o in (
+        Objective("mlm", "MLM", "veco_terms", ("--terms", "mono_mlm=1"), pairs=False),
+        Objective("xlm", "XLM", "tlm", (), pairs=True),
+        Objective(
+            "dict_mlm",
+            "DICT-MLM",
+            "dict_mlm",
+            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
+            pairs=False,
+        ),
+        Objective(
+            "align_mlm",
+            "ALIGN-MLM",
+            "align_mlm",
+            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
+            pairs=False,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the stages need: the flags, checked (``veco_plugin.cli.derived_transfer``)."""
+
+    out: str
+    texts: Tuple[str, ...]
+    tagged: Dict[str, str]
+    """``train``/``dev``/``test`` -> the English tagged file."""
+    transforms: Tuple[str, ...]
+    objectives: Tuple[str, ...]
+    coverage: float
+    seed: int
+    spm_model: Optional[str]
+    vocab_size: int
+    max_text_lines: int
+    """pre-training text lines taken from ``--text`` (0: all)."""
+    max_pos_train: int
+    """POS train sentences fine-tuned on (0: all; pre-training reads all)."""
+    valid_lines: int
+    tlm_share: float
+    # pre-training
+    updates: int
+    warmup: int
+    lr: str
+    max_tokens: int
+    max_positions: int
+    arch: str
+    size: Tuple[str, ...]
+    device: Tuple[str, ...]
+    # fine-tuning (veco-xtreme's Settings)
+    finetune: xtreme.Settings
+    workers: int = 1
+
+    @property
+    def python(self) -> List[str]:
+        return [sys.executable, "-m"]
+
+    @property
+    def model_positions(self) -> int:
+        """The model's ``--max-positions``: a pre-training segment and a POS window fit."""
+        return max(self.max_positions, self.finetune.max_length)
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.out, *parts)
+
+    @property
+    def spm(self) -> str:
+        return self.spm_model or self.path("spm.model")
+
+    @property
+    def joint_dict(self) -> str:
+        return self.path("derived", DICT_FILE)
+
+    def pos_file(self, lang: str, split: str, transform: str) -> str:
+        """A derived POS file: ``lang`` en (the English side) or der (``transform``'s)."""
+        return self.path("derived", ENGLISH if lang == ENGLISH else transform, f"pos-{split}.tsv")
+
+    def pretrain_dir(self, transform: str, objective: str) -> str:
+        return self.path("pretrain", f"{transform}-{objective}")
+
+
+def model_name(transform: str, objective: str) -> str:
+    return f"{transform}-{objective}"
+
+
+# ------------------------------------------------------------------------- shared stages
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".part", "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    os.replace(path + ".part", path)
+
+
+def corpus(cfg: Config) -> Stage:
+    def body(ctx: "StageContext") -> None:
+        lines: List[str] = []
+        for path in cfg.texts:
+            with open(path, encoding="utf-8") as f:
+                lines += [" ".join(x.split()) for x in f]
+        lines = [x for x in lines if x]
+        if cfg.max_text_lines:
+            lines = lines[: cfg.max_text_lines]
+        from_text = len(lines)
+        for split in POS_SPLITS:
+            sentences = read_tagged([cfg.tagged[split]])
+            if split == "train":  # all of them pre-train, the first max_pos_train fine-tune
+                lines += [" ".join(s.words) for s in sentences]
+                sentences = sentences[: cfg.max_pos_train or None]
+            _write(cfg.path("corpus", f"pos-{split}.tsv"), format_tagged_tsv(sentences))
+            ctx.echo(f"pos-{split}: {len(sentences)} sentences from {cfg.tagged[split]}")
+        _write(cfg.path("corpus", TEXT), "".join(x + "\n" for x in lines))
+        words = sum(len(x.split()) for x in lines)
+        ctx.echo(
+            f"{TEXT}: {len(lines)} lines ({from_text} from --text, {len(lines) - from_text} "
+            f"POS train sentences), {words} words"
+        )
+
+    command = ["corpus", *cfg.texts, *(cfg.tagged[s] for s in POS_SPLITS)]
+    command += [str(cfg.max_text_lines), str(cfg.max_pos_train)]
+    return Stage("corpus", command, body)
+
+
+def spm(cfg: Config) -> Stage:
+    command = cfg.python + ["veco_plugin.cli.spm", "train", "--model-prefix", cfg.path("spm")]
+    command += ["--vocab-size", str(cfg.vocab_size), cfg.path("corpus", TEXT)]
+    return Stage("spm", command)
+
+
+def derive(cfg: Config) -> Stage:
+    command = cfg.python + ["veco_plugin.cli.derive_language", "--spm-model", cfg.spm]
+    command += ["--output", cfg.path("derived"), "--text", cfg.path("corpus", TEXT)]
+    for split in POS_SPLITS:
+        command += ["--tagged", cfg.path("corpus", f"pos-{split}.tsv")]
+    command += ["--transforms", ",".join(cfg.transforms)]
+    command += ["--dictionary-coverage", str(cfg.coverage), "--seed", str(cfg.seed)]
+    return Stage("derive", command, body=xtreme.fresh(cfg.path("derived")))
+
+
+def split_lines(count: int, valid: int, share: float, seed: int) -> Tuple[range, range, List[int]]:
+    """Line numbers of the train and valid splits (valid: the last ``valid`` lines, at
+    most half) and the TLM pairs: ``round(share * train)`` train lines drawn uniformly
+    with ``seed``, in order (App. G.3: TLM data 25 % of MLM's)."""
+    valid = min(valid, count // 2)
+    train = range(count - valid)
+    pairs = sorted(random.Random(seed).sample(train, round(share * len(train))))
+    return train, range(count - valid, count), pairs
+
+
+def data_dir(cfg: Config, transform: str) -> str:
+    return cfg.path("data", transform)
+
+
+def data(cfg: Config, transform: str) -> Stage:
+    """data-<t>: veco_pretraining's DATA of English + the derived language."""
+    out = data_dir(cfg, transform)
+    text = os.path.join(out, "text")
+    preprocess = cfg.python + ["fairseq_cli.preprocess", "--srcdict", os.path.join(out, DICT_FILE)]
+    preprocess += ["--workers", str(cfg.workers)]
+
+    def body(ctx: "StageContext") -> None:
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        os.makedirs(text)
+        shutil.copyfile(cfg.joint_dict, os.path.join(out, DICT_FILE))
+        sides = {}
+        for lang, key in ((ENGLISH, ENGLISH), (DERIVED, transform)):
+            with open(cfg.path("derived", key, TEXT), encoding="utf-8") as f:
+                sides[lang] = f.readlines()
+        train, valid, pairs = split_lines(
+            len(sides[ENGLISH]), cfg.valid_lines, cfg.tlm_share, cfg.seed
+        )
+        pair = f"{ENGLISH}-{DERIVED}"
+        for lang, lines in sides.items():
+            for split, rows in (("train", train), ("valid", valid)):
+                _write(os.path.join(text, f"{split}.{lang}"), "".join(lines[i] for i in rows))
+            _write(os.path.join(text, f"pairs.{pair}.{lang}"), "".join(lines[i] for i in pairs))
+            _write(os.path.join(text, f"vpairs.{pair}.{lang}"), "".join(lines[i] for i in valid))
+        ctx.echo(f"mono: {len(train)} train, {len(valid)} valid lines a language; "
+                 f"TLM pairs: {len(pairs)} train, {len(valid)} valid")  # fmt: skip
+        for lang in sides:
+            ctx.run(
+                preprocess + ["--only-source", "--trainpref", os.path.join(text, f"train.{lang}"),
+                              "--validpref", os.path.join(text, f"valid.{lang}"),
+                              "--destdir", os.path.join(out, "mono", lang)]
+            )  # fmt: skip
+        ctx.run(
+            preprocess + ["--tgtdict", os.path.join(out, DICT_FILE), "-s", ENGLISH, "-t", DERIVED,
+                          "--trainpref", os.path.join(text, f"pairs.{pair}"),
+                          "--validpref", os.path.join(text, f"vpairs.{pair}"),
+                          "--destdir", os.path.join(out, "bi", pair)]
+        )  # fmt: skip
+
+    command = ["data", transform, str(cfg.valid_lines), str(cfg.tlm_share), str(cfg.seed)]
+    return Stage(f"data-{transform}", command + preprocess, body)
+
+
+def pos_row(cfg: Config, name: str, path: Optional[str] = None) -> Pretrained:
+    """A row of veco-xtreme's stages: the model ``name`` (``path``: its pre-trained
+    checkpoint), with the run's vocabulary and shape."""
+    flags = ("--arch", cfg.arch, *cfg.size)
+    return Pretrained(name, path, cfg.spm, cfg.joint_dict, flags, cfg.model_positions)
+
+
+def pos_files(cfg: Config, transform: str, lang: str) -> xtreme.Files:
+    """Fine-tuning on ``lang`` (en: zero-shot; der: supervised); the test is always the
+    derived language's."""
+    return xtreme.Files(
+        (cfg.pos_file(lang, "train", transform),),
+        (cfg.pos_file(lang, "dev", transform),),
+        {DERIVED: (cfg.pos_file(DERIVED, "test", transform),)},
+    )
+
+
+def pos_out(cfg: Config) -> str:
+    return cfg.path("pos")
+
+
+def prepare(cfg: Config, transform: str, lang: str) -> Stage:
+    row = pos_row(cfg, f"{transform}-{lang}")
+    command = xtreme.prepare_command(RECIPE, row, pos_files(cfg, transform, lang), pos_out(cfg),
+                                     cfg.finetune)  # fmt: skip
+    data = xtreme.data_dir(pos_out(cfg), row, None)
+    return Stage(f"prepare-{row.name}", command, body=xtreme.fresh(data))
+
+
+def shared_stages(cfg: Config) -> List[Stage]:
+    stages = [corpus(cfg)]
+    if cfg.spm_model is None:
+        stages.append(spm(cfg))
+    stages.append(derive(cfg))
+    for t in cfg.transforms:
+        stages += [data(cfg, t), prepare(cfg, t, ENGLISH), prepare(cfg, t, DERIVED)]
+    return stages
+
+
+# ------------------------------------------------------------------------ per model
+
+
+def checkpoint(cfg: Config, transform: str, objective: str) -> str:
+    return os.path.join(cfg.pretrain_dir(transform, objective), "checkpoint_last.pt")
+
+
+def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
+    o = OBJECTIVES[objective]
+    flags = ["--max-positions", str(cfg.model_positions)]
+    flags += [f.replace("{dictionary}", cfg.path("derived", PAIRS_FILE)) for f in o.flags]
+    if not o.pairs:
+        flags += ["--bi-pairs", ""]
+    args = PretrainingCommand(
+        data=data_dir(cfg, transform),
+        save_dir=cfg.pretrain_dir(transform, objective),
+        criterion=o.criterion,
+        updates=cfg.updates,
+        warmup=cfg.warmup,
+        max_tokens=cfg.max_tokens,
+        max_positions=cfg.max_positions,
+        lr=cfg.lr,
+        user_dir=USER_DIR,
+        langs=(ENGLISH, DERIVED),
+        arch=cfg.arch,
+        size=cfg.size,
+        device=cfg.device,
+        keep_last=1,
+        seed=cfg.seed,
+        extra=tuple(flags),
+    ).args()
+    command = cfg.python + ["fairseq_cli.train", *args]
+    save_dir = cfg.pretrain_dir(transform, objective)
+    return Stage(f"pretrain-{model_name(transform, objective)}", command, xtreme.fresh(save_dir))
+
+
+def alignment_path(cfg: Config, transform: str, objective: str) -> str:
+    return os.path.join(cfg.pretrain_dir(transform, objective), "alignment.json")
+
+
+def align(cfg: Config, transform: str, objective: str) -> Stage:
+    """align-<t>-<o>: the alignment score over the English tokens of the pre-training text."""
+    ckpt, out = checkpoint(cfg, transform, objective), alignment_path(cfg, transform, objective)
+    texts = [os.path.join(data_dir(cfg, transform), "text", "train.en")]
+
+    def body(ctx: "StageContext") -> None:
+        result = score_checkpoint(ckpt, cfg.joint_dict, texts)
+        _write(out, json.dumps(result, indent=1) + "\n")
+        ctx.echo(f"alignment score {result['score']:.4f} ({result['aligned']} of "
+                 f"{result['tokens']} English tokens occurring in the text)")  # fmt: skip
+
+    return Stage(f"align-{model_name(transform, objective)}", ["align", ckpt, *texts], body)
+
+
+def finetune_name(transform: str, objective: str, lang: str) -> str:
+    return f"{model_name(transform, objective)}-{'zs' if lang == ENGLISH else 'sup'}"
+
+
+def finetune_stages(cfg: Config, transform: str, objective: str, lang: str) -> List[Stage]:
+    out = pos_out(cfg)
+    row = pos_row(
+        cfg, finetune_name(transform, objective, lang), checkpoint(cfg, transform, objective)
+    )
+    data = xtreme.data_dir(out, pos_row(cfg, f"{transform}-{lang}"), None)
+    files = pos_files(cfg, transform, lang)
+    s = cfg.finetune
+    save_dir = os.path.join(out, row.name, "checkpoints")
+    finetune = xtreme.finetune_command(RECIPE, row, data, out, s)
+    test = xtreme.test_command(RECIPE, row, files, data, out)
+    outputs = (xtreme.scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
+    return [
+        Stage(f"finetune-{row.name}", finetune, xtreme.finetune_body(data, save_dir, s)),
+        Stage(f"test-{row.name}", test, body=xtreme.fresh(*outputs)),
+    ]
+
+
+def model_pipeline(cfg: Config, transform: str, objective: str) -> List[Stage]:
+    stages = [pretrain(cfg, transform, objective), align(cfg, transform, objective)]
+    for lang in (ENGLISH, DERIVED):
+        stages += finetune_stages(cfg, transform, objective, lang)
+    return stages
+
+
+def pipelines(cfg: Config) -> List[List[Stage]]:
+    return [model_pipeline(cfg, t, o) for t in cfg.transforms for o in cfg.objectives]
+
+
+def accuracy(cfg: Config, transform: str, objective: str, lang: str) -> float:
+    """POS accuracy (%) on the derived test set of a finished test stage."""
+    name = finetune_name(transform, objective, lang)
+    with open(xtreme.scores_path(pos_out(cfg), name), encoding="utf-8") as f:
+        return float(json.load(f)[name]["accuracy"][DERIVED])
+
+
+def read_alignment(cfg: Config, transform: str, objective: str) -> float:
+    with open(alignment_path(cfg, transform, objective), encoding="utf-8") as f:
+        return float(json.load(f)["score"])
+
+
+def stage_names(cfg: Config) -> Sequence[str]:
+    return [s.name for s in shared_stages(cfg)] + [s.name for p in pipelines(cfg) for s in p]
