@@ -51,12 +51,17 @@ def test_train_dev_and_every_language_test(tmp_path):
         ("ids", "xquad.de.json: its articles or question ids differ from xquad.en.json"),
         ("sizes", "XQuAD has 3 articles; leave at least one for each"),
         ("english", "no xquad.en.json"),
+        ("taken", "--out .* is not empty: give a new"),
     ],
 )
 def test_refusals(tmp_path, case, words):
     folder = _xquad(tmp_path / "xquad", "de" if case == "ids" else None)
     if case == "english":
         (folder / "xquad.en.json").unlink()
+    if case == "taken":
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "notes.txt").write_text("mine")
     dev, test = (2, 1) if case == "sizes" else (1, 1)
-    with pytest.raises(VecoUserError, match=words.replace(";", ";").replace(".", r"\.")):
+    with pytest.raises(VecoUserError, match=words):
         split_xquad(str(folder), str(tmp_path / "out"), dev, test)
+    assert case != "taken" or sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]

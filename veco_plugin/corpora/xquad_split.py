@@ -15,7 +15,7 @@ import re
 from typing import Dict, List
 
 from ..errors import VecoUserError
-from ..outputs import check_output_dir, write_text
+from ..outputs import check_output_dir, staged_dir, write_text
 
 XQUAD_FILE = re.compile(r"xquad\.([a-z]{2})\.json$")
 ENGLISH = "en"
@@ -53,7 +53,7 @@ def read_xquad(folder: str) -> Dict[str, Dict]:
 
 def split_xquad(folder: str, out: str, dev_articles: int = 4, test_articles: int = 8) -> Dict:
     """Write ``out/{train-en,dev-en,test-<lang>}.json``; returns the counts."""
-    check_output_dir(out, "--out")
+    check_output_dir(out, "--out", False, "give a new (or empty) directory")
     found = read_xquad(folder)
     articles = len(found[ENGLISH]["data"])
     train = articles - dev_articles - test_articles
@@ -68,10 +68,10 @@ def split_xquad(folder: str, out: str, dev_articles: int = 4, test_articles: int
         "dev-en": found[ENGLISH]["data"][train : train + dev_articles],
         **{f"test-{lang}": s["data"][train + dev_articles :] for lang, s in found.items()},
     }
-    os.makedirs(out, exist_ok=True)
     counts = {}
-    for name, data in parts.items():
-        text = json.dumps({"version": version, "data": data}, ensure_ascii=False)
-        write_text(os.path.join(out, f"{name}.json"), text + "\n")
-        counts[name] = {"articles": len(data), "questions": sum(len(_ids(a)) for a in data)}
+    with staged_dir(out) as stage:  # the files appear together, or not at all
+        for name, data in parts.items():
+            text = json.dumps({"version": version, "data": data}, ensure_ascii=False)
+            write_text(os.path.join(stage, f"{name}.json"), text + "\n")
+            counts[name] = {"articles": len(data), "questions": sum(len(_ids(a)) for a in data)}
     return counts
