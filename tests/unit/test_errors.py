@@ -3,6 +3,7 @@ as fairseq's BufferedIterator is while training: still one line and the usual ex
 (was: ``terminate called without an active exception`` and SIGABRT at finalization)."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -99,7 +100,9 @@ def test_a_rank_left_in_a_collective_ends_in_one_line_within_seconds():
     assert errors[0] == "[rank0]: launch_failure.py: error: --flag x: only rank 0 refuses it\n"
     [line] = errors[1].splitlines()
     assert line.startswith("[rank1]: launch_failure.py: stopped: another process of this job")
-    assert "Connection closed by peer" in line
+    # gloo's reason: "closed" when the peer's exit is seen first, "reset" when a read fails
+    # (seen on a loaded machine)
+    assert re.search(r"\(.*Connection (closed|reset) by peer", line), line
 
 
 def test_a_spawned_childs_user_error_is_its_line():
