@@ -80,25 +80,41 @@ SHAPE = {"layers": 4, "dim": 256, "ffn": 1024, "heads": 4, "vocab": 8000}  # wit
 SEARCHED = ("masked_lm", "ca_mlm")  # the variants --max-tokens-search sizes
 
 
-def parse_args(argv=None):
-    from fairseq.data import Dictionary
-
+def add_shape_flags(p: argparse.ArgumentParser) -> None:
+    """``--size`` or ``--layers/--dim/--ffn/--heads/--vocab`` (:func:`fill_shape`)."""
     from veco_plugin.models.veco import ARCH_SIZES
 
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--json", help="write the flat ratio object here")
     p.add_argument(
         "--size",
         choices=[f"veco_{name}" for name in ARCH_SIZES],
         help="that architecture's layers, dim, FFN and heads, XLM-R's 250002 embeddings",
     )
-    p.add_argument("--layers", type=int)
-    p.add_argument("--dim", type=int)
-    p.add_argument("--ffn", type=int)
-    p.add_argument("--heads", type=int)
-    p.add_argument("--vocab", type=int)
+    for flag in ("--layers", "--dim", "--ffn", "--heads"):
+        p.add_argument(flag, type=int)
+    p.add_argument("--vocab", type=int, help="pieces besides the specials and <mask>")
+
+
+def fill_shape(a: argparse.Namespace) -> None:
+    """Each shape flag not given: the ``--size`` arch's (XLM-R's vocabulary), else SHAPE's."""
+    from fairseq.data import Dictionary
+
+    from veco_plugin.models.veco import ARCH_SIZES
+
+    named = {}
+    if a.size:
+        named = dict(zip(("layers", "dim", "ffn", "heads"), ARCH_SIZES[a.size[len("veco_") :]]))
+        named["vocab"] = flops.XLMR_VOCAB - len(Dictionary()) - 1  # with specials, <mask>
+    for key, default in SHAPE.items():
+        if getattr(a, key) is None:
+            setattr(a, key, named.get(key, default))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--json", help="write the flat ratio object here")
+    add_shape_flags(p)
     p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32")
     p.add_argument(
         "--variants",
@@ -123,12 +139,7 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
-    if a.size:
-        named = dict(zip(("layers", "dim", "ffn", "heads"), ARCH_SIZES[a.size[len("veco_") :]]))
-        named["vocab"] = flops.XLMR_VOCAB - len(Dictionary()) - 1  # with specials, <mask>
-    for key, default in SHAPE.items():
-        if getattr(a, key) is None:
-            setattr(a, key, named[key] if a.size else default)
+    fill_shape(a)
     known = list(variant_table({}))
     a.variants = a.variants.split(",") if a.variants else known
     unknown = [name for name in a.variants if name not in known]

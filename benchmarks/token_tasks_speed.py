@@ -66,8 +66,10 @@ from common import encoder_size_flags, toy_dictionary, write_json  # noqa: E402
 from run import (  # noqa: E402
     PIECES_PER_WORD,
     SHAPE,
+    add_shape_flags,
     autocast,
     fairseq_args,
+    fill_shape,
     measure,
     run_rounds,
     to_device,
@@ -90,24 +92,11 @@ TARGETED = ("veco_tagging", "veco_span_qa")
 
 
 def parse_args(argv=None):
-    from fairseq.data import Dictionary
-
-    from veco_plugin.models.veco import ARCH_SIZES
-
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--json", help="write the figures here")
-    p.add_argument(
-        "--size",
-        choices=[f"veco_{name}" for name in ARCH_SIZES],
-        help="that architecture's layers, dim, FFN and heads, XLM-R's 250002 embeddings",
-    )
-    p.add_argument("--layers", type=int)
-    p.add_argument("--dim", type=int)
-    p.add_argument("--ffn", type=int)
-    p.add_argument("--heads", type=int)
-    p.add_argument("--vocab", type=int, help="pieces besides the specials and <mask>")
+    add_shape_flags(p)
     p.add_argument("--batch", type=int, default=16, help="windows a batch")
     p.add_argument("--length", type=int, default=128, help="tokens of the longest window")
     p.add_argument("--rounds", type=int, default=10, help="timed rounds (median reported)")
@@ -126,13 +115,7 @@ def parse_args(argv=None):
     )
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
-    named = {}
-    if a.size:
-        named = dict(zip(("layers", "dim", "ffn", "heads"), ARCH_SIZES[a.size[len("veco_") :]]))
-        named["vocab"] = flops.XLMR_VOCAB - len(Dictionary()) - 1  # with specials, <mask>
-    for key, default in SHAPE.items():
-        if getattr(a, key) is None:
-            setattr(a, key, named.get(key, default))
+    fill_shape(a)
     if not 4 <= a.length <= 512:
         p.error(f"--length {a.length}: give 4 to 512 (the models' positions)")
     if a.batch < 1 or a.rounds < 1:

@@ -32,7 +32,7 @@ from ..derived_transfer import report
 from ..derived_transfer import stages as st
 from ..errors import VecoUserError
 from ..quickstart.options import QuickstartError
-from ..quickstart.scheduler import Console, Runner, interruptible
+from ..quickstart.scheduler import Runner, run_resumable
 from ..xtreme.stages import Settings
 from .common import check_at_least, run_cli
 
@@ -318,27 +318,18 @@ def results(cfg: st.Config) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cfg = config_from(args)
-    for sub in ("logs", "stamps"):
-        os.makedirs(cfg.path(sub), exist_ok=True)
     # the side-by-side jobs share the cores: torch's threads divided among them
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (cores or 1) // args.jobs)))
     models = len(cfg.transforms) * len(cfg.objectives)
     print(f"== {PROG}: {models} model(s) ({', '.join(cfg.transforms)} x "
           f"{', '.join(cfg.objectives)}), results in {cfg.out}")  # fmt: skip
-    runner = Runner(
-        cfg.out,
-        args.jobs,
-        Console(prog=PROG),
-        restart=f"another --out, or remove that stamp to run {PROG}'s stage again",
-    )
 
-    def work() -> int:
+    def work(runner: Runner) -> None:
         runner.run_pipeline(st.shared_stages(cfg))
         runner.run_pipelines(st.pipelines(cfg))
-        return 0
 
-    status = interruptible(runner, work)
+    status = run_resumable(cfg.out, args.jobs, PROG, work)
     if status:
         return status
     print("\n" + results(cfg))

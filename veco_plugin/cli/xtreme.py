@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
 from ..quickstart.options import QuickstartError
-from ..quickstart.scheduler import Console, Runner, interruptible
+from ..quickstart.scheduler import run_resumable
 from ..xtreme import report
 from ..xtreme.models import Pretrained, describe, parse_checkpoint, random_twin
 from ..xtreme.recipes import RECIPES, Recipe
@@ -209,22 +209,10 @@ def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     s = settings_from(args, recipe, extra)
     rows = rows_from(args, s)
     check_tests(recipe, files)
-    for sub in ("logs", "stamps"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
     device = f"{s.gpus} GPU(s)" if s.gpus else "the CPU"
     print(f"== {PROG} {recipe.task}: {len(rows)} row(s) on {device}, results in {args.out}")
-    runner = Runner(
-        args.out,
-        args.jobs,
-        Console(prog=PROG),
-        restart=f"another --out, or remove that stamp to run {PROG}'s stage again",
-    )
-
-    def work() -> int:
-        runner.run_pipelines(pipelines(recipe, rows, files, args.out, s))
-        return 0
-
-    status = interruptible(runner, work)
+    stages = pipelines(recipe, rows, files, args.out, s)
+    status = run_resumable(args.out, args.jobs, PROG, lambda r: r.run_pipelines(stages))
     if status:
         return status
     langs = list(files.tests)

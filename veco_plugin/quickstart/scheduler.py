@@ -401,3 +401,24 @@ def interruptible(runner: Runner, work: Callable[[], int]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_resumable(
+    run: str, jobs: int, prog: str, work: Callable[[Runner], None], flag: str = "--out"
+) -> int:
+    """``work(runner)`` on a Runner of ``run`` (its logs/ and stamps/ made) whose refusals
+    name ``prog`` and ``flag``; the exit status (130 after Ctrl-C, a re-run resumes)."""
+    for sub in ("logs", "stamps"):
+        os.makedirs(os.path.join(run, sub), exist_ok=True)
+    runner = Runner(
+        run,
+        jobs,
+        Console(prog=prog),
+        restart=f"another {flag}, or remove that stamp to run {prog}'s stage again",
+    )
+
+    def body() -> int:
+        work(runner)
+        return 0
+
+    return interruptible(runner, body)
