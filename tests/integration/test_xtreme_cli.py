@@ -151,6 +151,7 @@ def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_pa
         (["--checkpoint", "cold=nothing.pt"], "--checkpoint cold=nothing.pt: no such file"),
         (["--checkpoint", "x={checkpoint}"], "the name x is taken"),
         (["--doc-stride", "64"], "--doc-stride: for --task xquad only"),
+        (["--lr", "nan"], "--lr nan: give a positive number"),
         (["--data", "{data}"], "holds 2 train-en.* files: give --train FILE"),
         (["--out", "{file}"], "--out {file} is a file"),
     ],

@@ -24,6 +24,7 @@ stamps of finished stages (a re-run skips them: OUT/stamps) and the table
 
 import argparse
 import glob
+import math
 import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -146,6 +147,13 @@ def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]
     for flag in ("epochs", "batch_size", "update_freq", "jobs"):
         check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}")
     check_at_least(args.warmup_updates, "--warmup-updates", 0)
+    for flag, value, ok, wanted in (  # nan fails every comparison
+        ("--lr", args.lr, lambda v: 0 < v < math.inf, "a positive number"),
+        ("--weight-decay", args.weight_decay, lambda v: 0 <= v < math.inf, "0 or more"),
+        ("--dropout", args.dropout, lambda v: 0 <= v < 1, "a number in [0, 1)"),
+    ):
+        if value is not None and not ok(value):
+            raise VecoUserError(f"{flag} {value}: give {wanted}")
     if args.max_length is not None and not recipe.max_length:
         raise VecoUserError(
             f"--max-length: {recipe.task} pairs are cut at the model's positions "
