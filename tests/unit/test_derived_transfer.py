@@ -136,9 +136,15 @@ def test_tlm_pairs_are_a_quarter_of_the_train_lines_drawn_with_the_seed():
         (["--dictionary-coverage", "0"], "(0, 1]"),
         (["--tagged-test", "/nonexistent.conllu"], "--tagged-test /nonexistent.conllu: no such"),
         (["--jobs", "0"], "--jobs"),
+        (["--text", "{empty}"], "{empty}: an empty file"),
+        (["--updates", "-4"], "--updates -4"),
     ],
 )
 def test_bad_flags_are_one_line_before_any_work(tmp_path, flags, message):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    flags = [f.format(empty=empty) for f in flags]
+    message = message.format(empty=empty)
     fix = "tests/fixtures/udpos"
     base = ["--out", str(tmp_path / "run"), "--tagged-train", f"{fix}/train-en.excerpt.tsv",
             "--tagged-dev", f"{fix}/dev-en.excerpt.tsv",

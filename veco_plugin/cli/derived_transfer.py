@@ -214,6 +214,8 @@ def config_from(args: argparse.Namespace) -> st.Config:
     for path in args.text:
         if not os.path.isfile(path):
             raise VecoUserError(f"--text {path}: no such file")
+        if os.path.getsize(path) == 0:
+            raise VecoUserError(f"--text {path}: an empty file: give English text, a line each")
     tagged = tagged_files(args)
     for split, path in tagged.items():
         if not read_tagged([path]):  # a malformed file is one line naming its line
