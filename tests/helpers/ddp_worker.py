@@ -47,12 +47,18 @@ def wrap(model, backend: str, find_unused: bool):
 def main(backend, criterion_name, rank, world, port, out):
     rank, world = int(rank), int(world)
     d = toy_dictionary()
-    model = build("veco_tiny", d, seed=0)
+    if criterion_name == "tlm_lid":  # XLM's language embeddings: a table over the tokens
+        model = build("veco_tiny", d, seed=0, language_embeddings=2)
+        table = torch.full((len(d),), -1)
+        table[d.nspecial :] = torch.arange(len(d) - d.nspecial) % 2
+        model.encoder.sentence_encoder.embed_tokens.set_languages(table)
+    else:
+        model = build("veco_tiny", d, seed=0)
     task = ToyTask(d)
     bi_count = None  # every rank has both sub-batches
     if criterion_name == "ca_mlm":
         criterion, find_unused = build_criterion("ca_mlm", task), False
-    elif criterion_name == "tlm":  # tlm never uses the cross-attention
+    elif criterion_name in ("tlm", "tlm_lid"):  # tlm never uses the cross-attention
         criterion, find_unused = build_criterion("tlm", task), True
     elif criterion_name == "weam":  # the cross-attention idle; links on every pair
         criterion, find_unused = build_criterion("weam", task), True
@@ -60,6 +66,11 @@ def main(backend, criterion_name, rank, world, port, out):
         words = os.path.join(os.path.dirname(out), "words.tsv")
         settings = {"align_dictionary": words, "no_save": True}
         criterion, find_unused = build_criterion("align_mlm", task, **settings), True
+        bi_count = 0
+    elif criterion_name == "dict_mlm":  # every swap taken: the same targets on any split
+        words = os.path.join(os.path.dirname(out), "words.tsv")
+        settings = {"align_dictionary": words, "dict_mlm_prob": 1.0}
+        criterion, find_unused = build_criterion("dict_mlm", task, **settings), True
         bi_count = 0
     else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
         settings = {"ddp_backend": backend, "find_unused_parameters": True}

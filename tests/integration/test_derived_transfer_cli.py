@@ -1,6 +1,7 @@
 """``veco-derived-transfer --smoke`` as installed, through the real console scripts: every
-stage runs, results.json holds the Δ table with alignment scores in [0, 1] and ρ, a re-run
-skips every stage; bad input is one line before any work."""
+stage runs (XLM with language embeddings among the objectives), results.json holds the Δ
+table with alignment scores in [0, 1] and ρ, a re-run skips every stage, an interrupted
+pre-training continues from its last checkpoint; bad input is one line before any work."""
 
 import json
 import re
@@ -11,7 +12,7 @@ from tests.helpers.runner import run
 
 PROG = "veco-derived-transfer"
 FIX = "tests/fixtures/udpos"
-TRANSFORMS, OBJECTIVES = ("trans", "trans_inv"), ("mlm", "align_mlm")
+TRANSFORMS, OBJECTIVES = ("trans", "trans_inv"), ("mlm", "xlm_lid", "align_mlm")
 FLAGS = [
     "--smoke", "--jobs", "2",
     "--text", "tests/fixtures/text/mono.en", "--text", "tests/fixtures/text/train.en",
@@ -69,6 +70,32 @@ def test_a_rerun_skips_every_stage(smoke):
     assert (out / "results.md").read_text(encoding="utf-8") in again.stdout
 
 
+def test_an_interrupted_pretraining_continues_from_its_last_checkpoint(smoke):
+    """A pre-training stopped before its stamp resumes its checkpoint_last.pt; a save dir
+    some other command left is started afresh."""
+    out, _ = smoke
+    stamp = out / "stamps" / "pretrain-trans-mlm.done"
+    log = out / "logs" / "pretrain-trans-mlm.log"
+    loaded = re.compile(r"Loaded checkpoint \S+ \(epoch \d+ @ 8 updates\)")
+
+    def interrupt():  # the model's pipeline before its pre-training was stamped
+        for name in stages():
+            if "-trans-mlm" in name:
+                (out / "stamps" / f"{name}.done").unlink()
+
+    interrupt()
+    again = run(PROG, ["--out", out] + FLAGS, timeout=300)
+    assert "[pretrain-trans-mlm] continuing the interrupted run" in again.stdout
+    assert len(loaded.findall(log.read_text(encoding="utf-8"))) == 1
+    assert stamp.is_file() and (out / "results.md").read_text(encoding="utf-8") in again.stdout
+
+    interrupt()
+    (out / "pretrain" / "trans-mlm" / "command.json").write_text('["another"]\n')
+    again = run(PROG, ["--out", out] + FLAGS, timeout=300)
+    assert "continuing the interrupted run" not in again.stdout
+    assert len(loaded.findall(log.read_text(encoding="utf-8"))) == 1  # trained from 0
+
+
 def test_other_settings_on_the_same_out_are_refused(smoke):
     out, _ = smoke
     proc = run(PROG, ["--out", out] + FLAGS + ["--dictionary-coverage", "0.5"], check=False)
@@ -87,3 +114,19 @@ def test_bad_input_is_one_line_before_any_work(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"{PROG}: error: ") and f"{bad}:2" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_veco_xtreme_reads_language_embeddings_from_the_weights(smoke):
+    """A checkpoint with XLM's language embeddings fine-tunes with them: veco-xtreme's
+    model flags, read from the weights, carry their count."""
+    from veco_plugin.xtreme.models import describe
+
+    out, _ = smoke
+    flags = {}
+    for objective in ("xlm_lid", "mlm"):
+        path = out / "pretrain" / f"trans-{objective}" / "checkpoint_last.pt"
+        row = describe(objective, str(path), str(out / "spm.model"),
+                       str(out / "derived" / "dict.txt"))  # fmt: skip
+        flags[objective] = " ".join(row.model_flags)
+    assert flags["xlm_lid"].endswith("--language-embeddings 2")
+    assert "--language-embeddings" not in flags["mlm"]

@@ -69,7 +69,10 @@ def paths(tmp_path_factory):
     resolved = ResolvedDictionary.from_pieces([("a", "b"), ("c", "d")], pieces, d.pad())
     save_resolved(resolved, str(words))
     (root / "lists").mkdir()
+    langs = root / "langs.txt"  # a few ordinary tokens of each language
+    langs.write_text("".join(f"{d[i]} {'en' if i % 2 else 'de'}\n" for i in range(10, 16)))
     return {
+        "langs": str(langs),
         "root": root,
         "data": str(data),
         "links": str(links),
@@ -163,6 +166,14 @@ REFUSED = [
     ("dwa", ["--mono-batch-size", "0"], ["--mono-batch-size 0: give a positive number of pairs"]),
     ("dwa", ["--bi-max-tokens", "-1"], ["--bi-max-tokens -1: give a positive number of tokens"]),
     ("weam", ["--bi-mask-prob", "1.5"], ["--bi-mask-prob 1.5: must be in (0, 1]"]),
+    # XLM's language embeddings: the model flag and the task's table go together
+    ("tlm", ["--language-embeddings", "2"],
+     ["--language-embeddings 2: give --token-languages FILE"]),
+    ("tlm", ["--token-languages", "{langs}"],
+     ["the model has no language embeddings: add --language-embeddings 2"]),
+    ("tlm", ["--language-embeddings", "3", "--token-languages", "{langs}"],
+     ["--language-embeddings 3: --mono-langs en,de names 2 languages"]),
+    ("tlm", ["--language-embeddings", "-1"], ["--language-embeddings -1: a count of languages"]),
 ]  # fmt: skip
 
 # the edges of every range, and a recipe's shared terms where the data lacks theirs
@@ -177,6 +188,7 @@ ACCEPTED = [
     ("veco_terms", ["--terms", "mono_mlm=1,bi_tlm=0", "--bi-pairs", ""]),
     ("tlm", ["--tlm-reset-positions"]),
     ("dwa", ["--tlm-weight", "0", "--tlm-reset-positions"]),
+    ("tlm", ["--language-embeddings", "2", "--token-languages", "{langs}"]),
 ]  # fmt: skip
 
 
@@ -238,3 +250,29 @@ def test_the_real_command_ends_in_that_line(paths, ends, case):
         _build(paths, criterion, extra)
     assert last == f"fairseq-train: error: {refused.value}"
     assert not list((paths["root"] / "real").rglob("*.pt"))
+
+
+# a --token-languages line the Dictionary or --mono-langs cannot place: file and line
+BAD_LANGUAGE_LINES = [
+    ("{t10} en\n{t11} fr\n", ":2: language 'fr' is not one of --mono-langs en,de"),
+    ("{t10} en\nnot-a-token de\n", ":2: 'not-a-token' is not in the dictionary"),
+    ("{t10} en\n{t10} de\n", ":2: '{t10}' is listed twice"),
+    ("</s> en\n", ":1: '</s>' is a special token"),
+    ("<mask> en\n", ":1: '<mask>' is a special token"),
+    ("\n{t10} en de\n", ":2: give 'TOKEN LANG', got 3 fields"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, expected", BAD_LANGUAGE_LINES)
+def test_a_bad_token_languages_line_is_named(paths, tmp_path, text, expected):
+    d = Dictionary.load(os.path.join(paths["data"], "dict.txt"))
+    tokens = {"t10": d[10], "t11": d[11]}
+    bad = tmp_path / "langs.txt"
+    bad.write_text(text.format(**tokens), encoding="utf-8")
+    extra = ["--language-embeddings", "2", "--token-languages", str(bad)]
+    with pytest.raises(VecoUserError) as refused:
+        _build(paths, "tlm", extra)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(
+        f"--token-languages {bad}" + expected.format(**tokens)
+    )

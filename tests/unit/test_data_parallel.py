@@ -68,10 +68,12 @@ def _run_ranks(backend, criterion, tmp_path):
         ("pytorch_ddp", "dwa"),
         ("pytorch_ddp", "weam"),  # the exchange head through the TLM forward
         ("pytorch_ddp", "align_mlm"),  # L_ALIGN through the embed request
+        ("pytorch_ddp", "dict_mlm"),  # targets swapped to translations
+        ("pytorch_ddp", "tlm_lid"),  # XLM's language embeddings
     ],
 )
 def test_gradients_are_synchronized(backend, criterion, tmp_path):
-    if criterion == "align_mlm":
+    if criterion in ("align_mlm", "dict_mlm"):
         _word_list(tmp_path / "words.tsv")
     union, *ranks = _run_ranks(backend, criterion, tmp_path)
     assert ranks[0].keys() == ranks[1].keys()

@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from ..corpora.derived import DICT_FILE, ENGLISH, PAIRS_FILE
+from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE
 from ..corpora.tagging import format_tagged_tsv, read_tagged
 from ..pretraining_command import USER_DIR, PretrainingCommand
 from ..quickstart.scheduler import Stage
@@ -49,6 +49,11 @@ RECIPE = RECIPES["udpos"]
 DERIVED = "der"  # the derived language's code in DATA (mono/der, bi/en-der)
 POS_SPLITS = ("train", "dev", "test")
 TEXT = "text.txt"
+LANGUAGES = "languages.txt"
+"""each token's language (``--token-languages``), in OUT/data/<t>."""
+SAVE_EVERY = 500
+"""a pre-training saves checkpoint_last.pt every this many updates: an interrupted run
+loses at most these (a re-run continues it)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Objective:
     """fairseq-train flags; ``{dictionary}`` stands for OUT/derived/bilingual.txt."""
     pairs: bool
     """trains on the En-derived sentence pairs too (TLM)."""
+    languages: bool = False
+    """XLM's language embeddings (``--language-embeddings 2``, App. G.3-G.4)."""
 
 
 OBJECTIVES: Dict[str, Objective] = {
@@ -76,6 +83,15 @@ OBJECTIVES: Dict[str, Objective] = {
             ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
             pairs=False,
         ),
+        Objective("xlm_lid", "XLM+LID", "tlm", (), pairs=True, languages=True),
+        Objective(
+            "dict_mlm_lid",
+            "DICT-MLM+LID",
+            "dict_mlm",
+            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
+            pairs=False,
+            languages=True,
+        ),
         Objective(
             "align_mlm",
             "ALIGN-MLM",
@@ -85,6 +101,14 @@ OBJECTIVES: Dict[str, Objective] = {
         ),
     )
 }
+
+
+LANGUAGE_FLAGS = ("--language-embeddings", "2")  # en, der: --mono-langs' order
+
+
+DEFAULT_OBJECTIVES = ("mlm", "xlm", "dict_mlm", "align_mlm")
+"""``--objectives``' default: the paper's four; the +LID rows are XLM and DICT-MLM with
+language embeddings, as App. G.3-G.4 run them."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +241,14 @@ def split_lines(count: int, valid: int, share: float, seed: int) -> Tuple[range,
     return train, range(count - valid, count), pairs
 
 
+def token_languages(joint_dict: str) -> str:
+    """``--token-languages``' lines for the joint ``dict.txt``: a derived copy (its
+    first character the marker) is ``der``'s, every other token English."""
+    with open(joint_dict, encoding="utf-8") as f:
+        tokens = [line.split()[0] for line in f if line.strip()]
+    return "".join(f"{t} {DERIVED if t.startswith(MARKER) else ENGLISH}\n" for t in tokens)
+
+
 def data_dir(cfg: Config, transform: str) -> str:
     return cfg.path("data", transform)
 
@@ -233,6 +265,7 @@ def data(cfg: Config, transform: str) -> Stage:
             shutil.rmtree(out)
         os.makedirs(text)
         shutil.copyfile(cfg.joint_dict, os.path.join(out, DICT_FILE))
+        _write(os.path.join(out, LANGUAGES), token_languages(cfg.joint_dict))
         sides = {}
         for lang, key in ((ENGLISH, ENGLISH), (DERIVED, transform)):
             with open(cfg.path("derived", key, TEXT), encoding="utf-8") as f:
@@ -262,13 +295,17 @@ def data(cfg: Config, transform: str) -> Stage:
         )  # fmt: skip
 
     command = ["data", transform, str(cfg.valid_lines), str(cfg.tlm_share), str(cfg.seed)]
+    command.append(LANGUAGES)
     return Stage(f"data-{transform}", command + preprocess, body)
 
 
-def pos_row(cfg: Config, name: str, path: Optional[str] = None) -> Pretrained:
+def pos_row(
+    cfg: Config, name: str, path: Optional[str] = None, languages: bool = False
+) -> Pretrained:
     """A row of veco-xtreme's stages: the model ``name`` (``path``: its pre-trained
-    checkpoint), with the run's vocabulary and shape."""
-    flags = ("--arch", cfg.arch, *cfg.size)
+    checkpoint), with the run's vocabulary and shape (``languages``: and language
+    embeddings)."""
+    flags = ("--arch", cfg.arch, *cfg.size) + (LANGUAGE_FLAGS if languages else ())
     return Pretrained(name, path, cfg.spm, cfg.joint_dict, flags, cfg.model_positions)
 
 
@@ -317,6 +354,9 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
     flags += [f.replace("{dictionary}", cfg.path("derived", PAIRS_FILE)) for f in o.flags]
     if not o.pairs:
         flags += ["--bi-pairs", ""]
+    if o.languages:
+        flags += [*LANGUAGE_FLAGS, "--token-languages",
+                  os.path.join(data_dir(cfg, transform), LANGUAGES)]  # fmt: skip
     args = PretrainingCommand(
         data=data_dir(cfg, transform),
         save_dir=cfg.pretrain_dir(transform, objective),
@@ -331,13 +371,15 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
         arch=cfg.arch,
         size=cfg.size,
         device=cfg.device,
+        save_every=min(cfg.updates, SAVE_EVERY),
         keep_last=1,
         seed=cfg.seed,
         extra=tuple(flags),
     ).args()
     command = cfg.python + ["fairseq_cli.train", *args]
     save_dir = cfg.pretrain_dir(transform, objective)
-    return Stage(f"pretrain-{model_name(transform, objective)}", command, xtreme.fresh(save_dir))
+    name = f"pretrain-{model_name(transform, objective)}"
+    return Stage(name, command, xtreme.resumable(save_dir))
 
 
 def alignment_path(cfg: Config, transform: str, objective: str) -> str:
@@ -365,7 +407,10 @@ def finetune_name(transform: str, objective: str, lang: str) -> str:
 def finetune_stages(cfg: Config, transform: str, objective: str, lang: str) -> List[Stage]:
     out = pos_out(cfg)
     row = pos_row(
-        cfg, finetune_name(transform, objective, lang), checkpoint(cfg, transform, objective)
+        cfg,
+        finetune_name(transform, objective, lang),
+        checkpoint(cfg, transform, objective),
+        OBJECTIVES[objective].languages,
     )
     data = xtreme.data_dir(out, pos_row(cfg, f"{transform}-{lang}"), None)
     files = pos_files(cfg, transform, lang)

@@ -6,6 +6,7 @@ before the model is built: one line naming the flag and the fix.
 * ``--dropout`` / ``--attention-dropout`` / ``--activation-dropout`` /
   ``--pooler-dropout`` outside [0, 1]: ``F.dropout`` fails in the first forward
   (on some builds the process aborts);
+* ``--language-embeddings`` below 0: ``nn.Embedding`` fails;
 * ``--max-positions`` (``veco``) below the longest input the task makes: an index
   error inside the position embedding at the first long batch.
 """
@@ -51,6 +52,9 @@ def check_model_flags(args, sides: Sequence[str], needed_positions: Any = None) 
         p = safe_getattr(args, name)
         if p is not None and not 0.0 <= p <= 1.0:
             raise VecoUserError(f"{_flag(name)} {p}: a probability, must be in [0, 1]")
+    languages = safe_getattr(args, "language_embeddings")
+    if languages is not None and languages < 0:
+        raise VecoUserError(f"--language-embeddings {languages}: a count of languages, >= 0")
     positions = safe_getattr(args, "max_positions")
     if isinstance(needed_positions, int) and positions is not None and positions < needed_positions:
         raise VecoUserError(

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
 from ..errors import VecoUserError
+from ..modules.language_embedding import TokenLanguageEmbedding
 from ..modules.pair_layout import (
     reset_positions,
     selected,
@@ -55,6 +56,12 @@ logger = logging.getLogger(__name__)
 
 class VecoEncoder(RobertaEncoder):
     """RoBERTa encoder (embeddings, layers, tied LM head) built from VECO layers."""
+
+    def build_embedding(self, vocab_size, embedding_dim, padding_idx):
+        count = safe_getattr(self.args, "language_embeddings", 0) or 0
+        if count:
+            return TokenLanguageEmbedding(vocab_size, embedding_dim, padding_idx, count)
+        return super().build_embedding(vocab_size, embedding_dim, padding_idx)
 
     def build_encoder(self, args, dictionary, embed_tokens):
         encoder = VecoTransformerEncoder(args, dictionary, embed_tokens)
@@ -94,6 +101,14 @@ class VecoModel(RobertaModel):
             "--offload-activations",
             action="store_true",
             help="with --checkpoint-activations: keep the saved layer inputs on the CPU",
+        )
+        parser.add_argument(
+            "--language-embeddings",
+            type=int,
+            metavar="N",
+            help="XLM's language embeddings for languages that share no token: N learned "
+            "vectors, each token's language's added to its embedding (veco_pretraining's "
+            "--token-languages says which token is which) [0: none]",
         )
 
     @classmethod
@@ -301,7 +316,9 @@ def fill_encoder_sizes(args, size: str) -> None:
 
 
 def veco_base_architecture(args):
-    """XLM-R base: 12 layers, 768 hidden, 3072 FFN, 12 heads, post-LN, GELU."""
+    """XLM-R base: 12 layers, 768 hidden, 3072 FFN, 12 heads, post-LN, GELU; no
+    language embeddings."""
+    args.language_embeddings = safe_getattr(args, "language_embeddings", 0) or 0
     roberta_base_architecture(args)
 
 

@@ -35,11 +35,13 @@ from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
 from ..data.pair_dataset import VecoPairDataset
+from ..data.token_languages import read_token_languages
 from ..data.word_links import alignment_prefix, load_word_links
 from ..data.zip_dataset import VecoZipDataset
 from ..distributed.resume import VecoEpochBatchIterator
 from ..errors import VecoUserError
 from ..models.veco import load_xlmr_into_veco
+from ..modules.language_embedding import TokenLanguageEmbedding
 from .frozen_step import step_leaving_untouched
 
 logger = logging.getLogger(__name__)
@@ -66,6 +68,13 @@ class VecoPretrainingConfig(FairseqDataclass):
     pretrained_xlmr: Optional[str] = field(
         default=None,
         metadata={"help": "fairseq XLM-R/RoBERTa model.pt to initialize all but cross-attention"},
+    )
+    token_languages: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "'TOKEN LANG' lines: each token's language (one of --mono-langs) for a "
+            "model with --language-embeddings; unlisted tokens and specials have none"
+        },
     )
     cross_attention_only_updates: int = field(
         default=0, metadata={"help": "train only the cross-attention for the first N updates"}
@@ -469,8 +478,33 @@ class VecoPretrainingTask(FairseqTask):
                 raise VecoUserError(f"--pretrained-xlmr {path}: no such file")
             state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
             load_xlmr_into_veco(model, state, f"--pretrained-xlmr {path}")
+        self._set_token_languages(model)
         model.fit_objective()
         return model
+
+    def _set_token_languages(self, model) -> None:
+        """A model with ``--language-embeddings N`` gets ``--token-languages``' table
+        (N must be the number of ``--mono-langs``); either flag alone is refused."""
+        embed = model.sentence_encoder.embed_tokens
+        path, langs = self.cfg.token_languages, _split_list(self.cfg.mono_langs)
+        if not isinstance(embed, TokenLanguageEmbedding):
+            if path:
+                raise VecoUserError(
+                    f"--token-languages {path}: the model has no language embeddings: "
+                    f"add --language-embeddings {len(langs)}, or leave --token-languages out"
+                )
+            return
+        if not path:
+            raise VecoUserError(
+                f"--language-embeddings {embed.count}: give --token-languages FILE "
+                "('TOKEN LANG' lines: which token is of which language)"
+            )
+        if embed.count != len(langs):
+            raise VecoUserError(
+                f"--language-embeddings {embed.count}: --mono-langs {self.cfg.mono_langs} "
+                f"names {len(langs)} languages: give --language-embeddings {len(langs)}"
+            )
+        embed.set_languages(read_token_languages(path, self.dictionary, langs))
 
     def build_criterion(self, cfg, from_checkpoint=False):
         criterion = super().build_criterion(cfg, from_checkpoint)

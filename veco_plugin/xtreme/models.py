@@ -80,6 +80,9 @@ def _spm_model(named: str, path: str, state, given: Optional[str]) -> str:
     return found
 
 
+LANGUAGE_ROWS = "embed_tokens.languages.weight"
+
+
 def _arch(model_cfg) -> str:
     from fairseq.models import ARCH_MODEL_NAME_REGISTRY
 
@@ -113,6 +116,9 @@ def describe(
     ]  # fmt: skip
     if sizes.heads:
         flags += ["--encoder-attention-heads", str(sizes.heads)]
+    languages = [v for k, v in state["model"].items() if k.endswith(LANGUAGE_ROWS)]
+    if languages:  # XLM's language embeddings: their count, and the none row
+        flags += ["--language-embeddings", str(languages[0].shape[0] - 1)]
     return Pretrained(
         name=name,
         path=path,

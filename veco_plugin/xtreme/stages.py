@@ -16,6 +16,7 @@ The learning rate decays linearly to 0 over ``--total-num-update``: the epochs t
 updates an epoch makes, known once DATA is written (the command's ``UPDATES`` placeholder).
 """
 
+import json
 import math
 import os
 import shutil
@@ -171,6 +172,33 @@ def fresh(*paths: str):
             elif os.path.exists(path):
                 os.remove(path)
         ctx.run(ctx.stage.command, show=False)  # the runner showed it
+
+    return body
+
+
+def resumable(save_dir: str):
+    """A stage body for a ``fairseq-train`` that saves into ``save_dir``: an interrupted
+    run of the same command continues (fairseq resumes from ``checkpoint_last.pt``); a
+    ``save_dir`` left by another command, or by none, is removed first.
+    ``save_dir/command.json`` holds the command that owns it."""
+
+    def body(ctx: "StageContext") -> None:
+        owner = os.path.join(save_dir, "command.json")
+        command = list(ctx.stage.command)
+        try:
+            with open(owner, encoding="utf-8") as f:
+                ours = json.load(f) == command
+        except (OSError, ValueError):
+            ours = False
+        if ours:
+            ctx.echo(f"continuing the interrupted run in {save_dir}")
+        else:
+            if os.path.isdir(save_dir):
+                shutil.rmtree(save_dir)
+            os.makedirs(save_dir)
+            with open(owner, "w", encoding="utf-8") as f:
+                json.dump(command, f)
+        ctx.run(command, show=False)  # the runner showed it
 
     return body
 
