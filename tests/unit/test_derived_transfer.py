@@ -12,6 +12,7 @@ import torch
 from veco_plugin.cli import derived_transfer as cli
 from veco_plugin.corpora.derived import MARKER
 from veco_plugin.derived_transfer import report
+from veco_plugin.derived_transfer import stages as st
 from veco_plugin.derived_transfer.alignment_score import (
     aligned_mask,
     alignment_score,
@@ -138,6 +139,8 @@ def test_tlm_pairs_are_a_quarter_of_the_train_lines_drawn_with_the_seed():
         (["--jobs", "0"], "--jobs"),
         (["--text", "{empty}"], "{empty}: an empty file"),
         (["--updates", "-4"], "--updates -4"),
+        (["--alpha", "-1"], "--alpha -1.0: ALIGN-MLM's weight, a finite number >= 0"),
+        (["--alpha", "nan"], "--alpha nan:"),
     ],
 )
 def test_bad_flags_are_one_line_before_any_work(tmp_path, flags, message):
@@ -168,3 +171,25 @@ def test_a_malformed_tag_file_names_its_line(tmp_path):
     with pytest.raises(VecoUserError) as exc:
         cli.config_from(args)
     assert f"{bad}:2" in str(exc.value)
+
+
+def test_alpha_reaches_align_mlm_alone(tmp_path):
+    """--alpha is ALIGN-MLM's --align-weight; without it the criterion's (the paper's 10)."""
+    fix = "tests/fixtures/udpos"
+    base = ["--out", str(tmp_path / "run"), "--tagged-train", f"{fix}/train-en.excerpt.tsv",
+            "--tagged-dev", f"{fix}/dev-en.excerpt.tsv",
+            "--tagged-test", f"{fix}/en_ewt-ud-dev.excerpt.conllu"]  # fmt: skip
+    given = cli.config_from(cli.get_parser().parse_args(base + ["--alpha", "100"]))
+    default = cli.config_from(cli.get_parser().parse_args(base))
+    command = st.pretrain(given, "trans_inv", "align_mlm").command
+    assert command[command.index("--align-weight") + 1] == "100.0"
+    for objective in ("mlm", "xlm", "dict_mlm", "dict_mlm_lid"):
+        assert "--align-weight" not in st.pretrain(given, "trans_inv", objective).command
+    assert "--align-weight" not in st.pretrain(default, "trans_inv", "align_mlm").command
+
+
+def test_token_languages_put_each_copy_in_the_derived_language(tmp_path):
+    joint = tmp_path / "dict.txt"
+    joint.write_text(f"▁the 9\n{MARKER}▁the 9\n, 4\n{MARKER}, 4\n", encoding="utf-8")
+    lines = st.token_languages(str(joint)).splitlines()
+    assert lines == ["▁the en", f"{MARKER}▁the der", ", en", f"{MARKER}, der"]

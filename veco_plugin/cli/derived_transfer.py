@@ -26,6 +26,7 @@ and OUT/results.{md,json,png}. Stages: :mod:`veco_plugin.derived_transfer.stages
 
 import argparse
 import glob
+import math
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -150,6 +151,9 @@ def get_parser() -> argparse.ArgumentParser:
     g.add_argument("--updates", type=int, help="updates per model (cpu and gpu 2500)")
     g.add_argument("--warmup", type=int, help="inverse-sqrt warm-up updates (cpu 250)")
     g.add_argument("--lr", help="peak learning rate (cpu 1e-3)")
+    g.add_argument("--alpha", type=float,
+                   help="ALIGN-MLM's α, the weight of L_ALIGN (--align-weight; paper and "
+                   "default: 10)")  # fmt: skip
     g.add_argument("--max-tokens", type=int, help="tokens per update (cpu 4096)")
     g.add_argument("--max-positions", type=int, help="tokens per segment (cpu 128)")
     g.add_argument(
@@ -244,6 +248,8 @@ def config_from(args: argparse.Namespace) -> st.Config:
         )
     if not 0 <= args.tlm_share <= 1:
         raise VecoUserError(f"--tlm-share {args.tlm_share}: give a fraction in [0, 1]")
+    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
+        raise VecoUserError(f"--alpha {args.alpha}: ALIGN-MLM's weight, a finite number >= 0")
     for flag in ("jobs", "updates", "vocab_size", "valid_lines", "max_tokens", "finetune_epochs",
                  "finetune_batch_size", "encoder_layers", "encoder_embed_dim",
                  "encoder_ffn_embed_dim", "encoder_attention_heads"):  # fmt: skip
@@ -290,6 +296,7 @@ def config_from(args: argparse.Namespace) -> st.Config:
         max_pos_train=_pick(args.pos_train_sentences, scale.pos_train_sentences),
         valid_lines=_pick(args.valid_lines, scale.valid_lines),
         tlm_share=args.tlm_share,
+        alpha=args.alpha,
         updates=_pick(args.updates, scale.updates),
         warmup=_pick(args.warmup, scale.warmup),
         lr=_pick(args.lr, scale.lr),
@@ -328,6 +335,7 @@ def results(cfg: st.Config) -> str:
         "settings": {
             "updates": cfg.updates, "arch": cfg.arch, "size": list(cfg.size),
             "max_tokens": cfg.max_tokens, "lr": cfg.lr, "dictionary_coverage": cfg.coverage,
+            "alpha": 10.0 if cfg.alpha is None else cfg.alpha,
             "finetune_lr": cfg.finetune.lr, "finetune_epochs": cfg.finetune.epochs,
             "finetune_batch_size": cfg.finetune.batch_size, "seed": cfg.seed,
         },

@@ -131,6 +131,8 @@ class Config:
     """POS train sentences fine-tuned on (0: all; pre-training reads all)."""
     valid_lines: int
     tlm_share: float
+    alpha: Optional[float]
+    """ALIGN-MLM's ``--align-weight`` (None: the criterion's, the paper's 10)."""
     # pre-training
     updates: int
     warmup: int
@@ -354,6 +356,8 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
     flags += [f.replace("{dictionary}", cfg.path("derived", PAIRS_FILE)) for f in o.flags]
     if not o.pairs:
         flags += ["--bi-pairs", ""]
+    if o.criterion == "align_mlm" and cfg.alpha is not None:
+        flags += ["--align-weight", str(cfg.alpha)]
     if o.languages:
         flags += [*LANGUAGE_FLAGS, "--token-languages",
                   os.path.join(data_dir(cfg, transform), LANGUAGES)]  # fmt: skip
