@@ -14,6 +14,7 @@ data-<t>                   the pieces split (valid: the last lines), TLM pairs d
 prepare-<t>-{en,der}       ``veco-prepare-tagging``: English / derived POS train and dev
                            -> OUT/pos/<t>-{en,der}/data
 pretrain-<t>-<o>           ``fairseq-train --task veco_pretraining`` with objective <o>
+                           (saves every 500 updates; a re-run continues it)
 align-<t>-<o>              the alignment score of its embeddings -> .../alignment.json
 finetune-<t>-<o>-{zs,sup}  ``fairseq-train --task veco_tagging`` from it on English (ZS) or
                            the derived language (SUP), best on that language's dev
