@@ -29,6 +29,9 @@ class TokenLanguageEmbedding(nn.Embedding):
     (B, T, C); ``languages`` has ``count`` learned rows and a zero row (the padding row:
     never trained) for tokens of no language."""
 
+    token_language: Tensor
+    """(V,) each token's row of ``languages`` (a buffer: saved with the model)."""
+
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int, count: int):
         super().__init__(num_embeddings, embedding_dim, padding_idx)
         self.count = count
