@@ -260,6 +260,7 @@ BAD_LANGUAGE_LINES = [
     ("</s> en\n", ":1: '</s>' is a special token"),
     ("<mask> en\n", ":1: '<mask>' is a special token"),
     ("\n{t10} en de\n", ":2: give 'TOKEN LANG', got 3 fields"),
+    ("\n\n", ": no 'TOKEN LANG' line: give each token's language"),
 ]  # fmt: skip
 
 

@@ -48,4 +48,6 @@ def read_token_languages(path: str, dictionary: Dictionary, langs: Sequence[str]
             if table[tid] != NO_LANGUAGE:
                 raise VecoUserError(f"{where}: {token!r} is listed twice")
             table[tid] = index[lang]
+    if table.eq(NO_LANGUAGE).all():
+        raise VecoUserError(f"{flag}: no 'TOKEN LANG' line: give each token's language")
     return table

@@ -72,34 +72,20 @@ class Objective:
     """XLM's language embeddings (``--language-embeddings 2``, App. G.3-G.4)."""
 
 
+DICTIONARY = ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces")
+"""DICT-MLM's and ALIGN-MLM's flags: the bilingual dictionary, token pairs."""
+
 OBJECTIVES: Dict[str, Objective] = {
     o.name: o
     for o in (
         Objective("mlm", "MLM", "veco_terms", ("--terms", "mono_mlm=1"), pairs=False),
         Objective("xlm", "XLM", "tlm", (), pairs=True),
-        Objective(
-            "dict_mlm",
-            "DICT-MLM",
-            "dict_mlm",
-            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
-            pairs=False,
-        ),
+        Objective("dict_mlm", "DICT-MLM", "dict_mlm", DICTIONARY, pairs=False),
         Objective("xlm_lid", "XLM+LID", "tlm", (), pairs=True, languages=True),
         Objective(
-            "dict_mlm_lid",
-            "DICT-MLM+LID",
-            "dict_mlm",
-            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
-            pairs=False,
-            languages=True,
+            "dict_mlm_lid", "DICT-MLM+LID", "dict_mlm", DICTIONARY, pairs=False, languages=True
         ),
-        Objective(
-            "align_mlm",
-            "ALIGN-MLM",
-            "align_mlm",
-            ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces"),
-            pairs=False,
-        ),
+        Objective("align_mlm", "ALIGN-MLM", "align_mlm", DICTIONARY, pairs=False),
     )
 }
 

@@ -166,14 +166,19 @@ def fresh(*paths: str):
     """A stage body that removes an unfinished stage's output, then runs its command."""
 
     def body(ctx: "StageContext") -> None:
-        for path in paths:
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.exists(path):
-                os.remove(path)
+        remove(*paths)
         ctx.run(ctx.stage.command, show=False)  # the runner showed it
 
     return body
+
+
+def remove(*paths: str) -> None:
+    """Each of ``paths``, a directory (whole) or a file, where it exists."""
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
 
 
 def resumable(save_dir: str):
@@ -193,8 +198,7 @@ def resumable(save_dir: str):
         if ours:
             ctx.echo(f"continuing the interrupted run in {save_dir}")
         else:
-            if os.path.isdir(save_dir):
-                shutil.rmtree(save_dir)
+            remove(save_dir)
             os.makedirs(save_dir)
             with open(owner, "w", encoding="utf-8") as f:
                 json.dump(command, f)
@@ -205,8 +209,7 @@ def resumable(save_dir: str):
 
 def finetune_body(data: str, save_dir: str, s: Settings):
     def body(ctx: "StageContext") -> None:
-        if os.path.isdir(save_dir):
-            shutil.rmtree(save_dir)
+        remove(save_dir)
         updates = total_updates(train_windows(data), s)
         ctx.echo(f"{UPDATES} = {updates} ({s.epochs} epochs)")
         ctx.run([str(updates) if a == UPDATES else a for a in ctx.stage.command])
