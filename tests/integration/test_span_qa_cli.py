@@ -94,7 +94,8 @@ def test_training_loss_falls_and_english_is_not_worse_than_after_epoch_one(fine_
     # gettext updates, fine-tuned on 30 questions, learns where answers sit, hardly what
     # they are. A strict ">" would hinge on one question's partial match, so: not worse.
     assert result["last"]["f1"]["en"] >= result["first"]["f1"]["en"], out
-    assert "MLQA's for de" in out
+    assert "normalisation: MLQA's for en, de" in out  # en too, as XTREME's evaluate.py
+    assert result["last"]["normalisation"] == {"en": "mlqa-en", "de": "mlqa-de"}
 
 
 def test_the_binarized_targets_decode_to_the_train_answers(fine_tuned):

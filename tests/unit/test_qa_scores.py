@@ -1,11 +1,13 @@
-"""SQuAD v1.1 and MLQA EM/F1: hand-computed cases, and the official scripts' figures on
-the published XQuAD fixture with a prediction file."""
+"""SQuAD v1.1 and MLQA EM/F1: hand-computed cases, the official scripts' figures on the
+published XQuAD fixture with a prediction file, and XTREME's evaluate.py figures on its
+mock MLQA and TyDiQA-GoldP files."""
 
 import json
 import os
 
 import pytest
 
+from veco_plugin.cli.qa_eval import rules, scoring
 from veco_plugin.corpora.squad import gold_answers, read_squad
 from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation.qa_decode import write_predictions
@@ -121,3 +123,53 @@ def test_written_predictions_read_back(tmp_path):
     with open(path, encoding="utf-8") as f:
         assert json.load(f) == predictions
     assert score(gold, predictions, "zh") == score(gold, json.load(open(path)), "zh")
+
+
+# XTREME's own mock files (tests/fixtures/xtreme-mock/, byte-for-byte copies of
+# google-research/xtreme 838c13b69daafb9328785d16caae2711e4012123 mock_test_data/) scored
+# by XTREME's evaluate.py, run once by hand in a scratch directory (not vendored):
+#   python evaluate.py --prediction_folder PRED --label_folder LABELS --output_file out.json
+# with PRED/LABELS holding only mlqa/ and tydiqa/ of mock_test_data/predictions|labels;
+# out.json's per-language (exact_match, f1):
+XTREME_MOCK = {
+    "mlqa": {
+        "en": (0.0, 60.0),
+        "es": (0.0, 26.66666666666667),
+        "de": (0.0, 85.71428571428571),
+        "ar": (100.0, 100.0),
+        "hi": (100.0, 100.0),
+        "vi": (100.0, 100.0),
+        "zh": (100.0, 100.0),
+    },
+    "tydiqa": {
+        **{lang: (100.0, 100.0) for lang in ("en", "ar", "bn", "fi", "ko", "ru", "sw", "te")},
+        "id": (0.0, 74.99999999999999),
+    },
+}
+MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme-mock")
+
+
+def read_mock(task, lang):
+    gold = gold_answers(read_squad(os.path.join(MOCK, "labels", task, f"test-{lang}.json")))
+    with open(os.path.join(MOCK, "predictions", task, f"test-{lang}.json"), encoding="utf-8") as f:
+        return gold, json.load(f)
+
+
+@pytest.mark.parametrize(
+    "task, lang", [(task, lang) for task, langs in XTREME_MOCK.items() for lang in langs]
+)
+def test_xtreme_mock_files_score_as_xtreme_evaluate(task, lang):
+    """MLQA with MLQA's rules for the test language (en too); TyDiQA-GoldP with SQuAD's."""
+    gold, predictions = read_mock(task, lang)
+    found = score(gold, predictions, scoring(lang, "mlqa" if task == "mlqa" else "squad"))
+    assert (found.exact_match, found.f1) == pytest.approx(XTREME_MOCK[task][lang], rel=1e-12)
+
+
+def test_english_under_mlqa_rules_drops_unicode_punctuation():
+    """veco-qa-eval scored MLQA's en with SQuAD v1.1's rules; XTREME's evaluate.py (and
+    MLQA's script) use MLQA's for en too: curly quotes and dashes are punctuation there."""
+    assert scoring("en", "mlqa") == "en" and rules("en", "mlqa") == "mlqa-en"
+    assert scoring("zh", "squad") is None and rules("zh", "squad") == "squad-v1.1"
+    gold = {"q": ["“Stay” – a song"]}
+    assert score(gold, {"q": "Stay song"}, scoring("en", "mlqa")).exact_match == 100.0
+    assert score(gold, {"q": "Stay song"}, None).exact_match == 0.0

@@ -1,4 +1,5 @@
-"""SQuAD v1.1 JSON (XQuAD as published) -> typed QA examples; bad files in one line."""
+"""SQuAD v1.1 JSON (XQuAD as published, MLQA's and TyDiQA-GoldP's shapes in XTREME's mock
+files, XTREME's rewritten files) -> typed QA examples; bad files in one line."""
 
 import json
 import os
@@ -74,7 +75,7 @@ def test_a_bad_offset_is_one_line_naming_file_and_question(tmp_path):
     "change, match",
     [
         (lambda d: d["data"][0]["paragraphs"][0].pop("context"), "has no 'context' key"),
-        (lambda d: d["data"][1].pop("title"), "article 2 has no 'title' key"),
+        (lambda d: d["data"][1].update(title=2), "'title' of article 2 is a int, not a str"),
         (lambda d: d.pop("data"), "the file has no 'data' key"),
         (lambda d: d.update(data=[]), r"no questions \('data' holds none\)"),
         (
@@ -107,3 +108,60 @@ def test_files_that_are_not_json(tmp_path):
     _one_line(str(latin), "not UTF-8")
     _one_line(str(tmp_path / "missing.json"), "missing.json: no such file")
     _one_line(str(tmp_path), "is a directory")
+
+
+MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme-mock", "labels")
+
+
+@pytest.mark.parametrize(
+    "task, lang, ids",
+    [
+        ("mlqa", "zh", ["465f3fb044b5c50a78a2e2f9bc94c424d1f7d039"]),
+        (
+            "mlqa",
+            "ar",
+            [
+                "ba7865d50777f2b90ba88fcb070a672d042b6b69",
+                "eeb8dbd25efe5221dc6723ddee95daa07d2c8478",
+            ],
+        ),
+        ("tydiqa", "ko", ["korean-3543942044825767374-0"]),
+        ("tydiqa", "fi", ["finnish--267686407665346253-29"]),
+    ],
+)
+def test_reads_mlqa_and_tydiqa_shapes(task, lang, ids):
+    """MLQA: ``"version": 1.0`` (a number); TyDiQA-GoldP: ``"version":
+    "TyDiQA-GoldP-1.1-for-SQuAD-1.1"``, several (even equal) gold answers a question."""
+    examples = read_squad(os.path.join(MOCK, task, f"test-{lang}.json"))
+    assert [e.id for e in examples] == ids
+    assert all(e.title for e in examples)
+    if task == "tydiqa":
+        assert len(examples[0].answers) == 2
+
+
+def test_xtreme_rewritten_train_file_without_titles_and_with_repeated_ids(tmp_path):
+    """XTREME's utils_preprocess.py writes TyDiQA-GoldP's English train file as one article
+    per question, no ``title``, ids cut to their last ``-`` part (so they repeat)."""
+    with open(os.path.join(MOCK, "tydiqa", "test-en.json"), encoding="utf-8") as f:
+        paragraph = json.load(f)["data"][0]["paragraphs"][0]
+    paragraph["qas"][0]["id"] = "2"
+    path = tmp_path / "tydiqa.goldp.en.train.json"
+    data = {"data": [{"paragraphs": [paragraph]}] * 2, "version": "TyDiQA-GoldP-1.1-for-SQuAD-1.1"}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    examples = read_squad(str(path), unique_ids=False)
+    assert [(e.id, e.title) for e in examples] == [("2", ""), ("2", "")]
+    assert examples[0].answers[0].text == "Wound care"
+    _one_line(str(path), "question id 2 appears twice")  # scoring needs unique ids
+
+
+def test_xtreme_stripped_test_file_is_refused_naming_labelled_copies(tmp_path):
+    """XTREME's download rewrites its QA test files (remove_qa_test_annotations): no title,
+    every answer ``{"answer_start": 0, "text": ""}``."""
+    with open(os.path.join(MOCK, "mlqa", "test-de.json"), encoding="utf-8") as f:
+        paragraph = json.load(f)["data"][0]["paragraphs"][0]
+    for qa in paragraph["qas"]:
+        qa["answers"] = [{"answer_start": 0, "text": ""}]
+    path = tmp_path / "test-context-de-question-de.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [paragraph]}], "version": 1.0}))
+    message = _one_line(str(path), "as XTREME's download leaves its QA test files")
+    assert "MLQA_V1.zip" in message and "tydiqa-goldp-dev-<language>.json" in message

@@ -4,6 +4,7 @@ logits replaced by one-hot logits at the gold (start, end), DATA written by
 ``prepare_span_qa`` and windowed again by ``answer_questions`` gives back every gold
 answer that lies on piece boundaries (XQuAD English, several windows per question)."""
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -164,3 +165,22 @@ def test_a_data_directory_is_never_written_among_other_files(span_data):
     with pytest.raises(VecoUserError, match=f"--output {data} is not empty: give a new"):
         prepare_tagging(str(data), {"train": [tagged]}, spm_model, dictionary)
     assert sorted(p.name for p in data.iterdir()) == before
+
+
+def test_a_train_file_with_repeated_ids_is_counted_per_question(span_data, tmp_path):
+    """XTREME's TyDiQA-GoldP English train file repeats ids (utils_preprocess.py keeps their
+    last ``-`` part): it is prepared, and counted question by question."""
+    data, examples = span_data
+    with open(XQUAD_EN, encoding="utf-8") as f:
+        published = json.load(f)
+    for article in published["data"]:
+        del article["title"]
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa["id"] = "0"
+    train = tmp_path / "tydiqa.goldp.en.train.json"
+    train.write_text(json.dumps(published), encoding="utf-8")
+    spm_model, dictionary = str(data / "spm.model"), str(data / "input0" / "dict.txt")
+    report = prepare_span_qa(str(tmp_path / "d"), {"train": str(train)}, spm_model, dictionary)
+    expected = prepare_span_qa(str(tmp_path / "e"), {"train": XQUAD_EN}, spm_model, dictionary)
+    assert report == expected and report["train"]["questions"] == len(examples)

@@ -8,17 +8,24 @@ row per checkpoint, one column per test language and their average: exact match 
         --checkpoint veco=ft/veco/checkpoint_best.pt --test en=xquad.en.json \\
         --test de=xquad.de.json --json scores.json --predictions preds/
 
-``--test LANG=FILE.json``: a SQuAD-format file as published. ``en`` is scored with SQuAD
-v1.1's normalisation, every other language with MLQA's for that language (its articles,
-Unicode punctuation, zh's mixed segmentation: MLQA's script); ``--normalisation squad``
-scores every language with SQuAD v1.1's, as XTREME scores XQuAD. ``--predictions DIR``:
+``--test LANG=FILE.json``: a SQuAD-format file as published, LANG its language (the
+answer language). The rules, as XTREME's ``evaluate.py`` and ``scripts/eval_qa.sh`` apply
+them (:mod:`veco_plugin.evaluation.qa_scores`):
+
+* ``--normalisation mlqa`` (the default; MLQA): every language, ``en`` included, with
+  MLQA's normalisation for LANG (its articles, Unicode punctuation, zh's mixed
+  segmentation), LANG one of MLQA's (en es de ar hi vi zh);
+* ``--normalisation squad`` (XQuAD, TyDiQA-GoldP): SQuAD v1.1's in every language.
+
+The table's last line and each row of ``--json`` (``"normalisation": {LANG: "mlqa-LANG" |
+"squad-v1.1"}``) say which rules scored each language. ``--predictions DIR``:
 ``DIR/NAME/predictions.LANG.json``, ``{id: answer}`` as the official scripts read it.
 """
 
 import argparse
 import json
 import os
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ..corpora.squad import QaExample, gold_answers, read_squad
 from ..errors import VecoUserError
@@ -32,7 +39,6 @@ from .sentence_prediction_eval import parse_checkpoints
 from .tag_eval import table
 
 PROG = "veco-qa-eval"
-SQUAD_LANG = "en"  # scored with SQuAD v1.1's normalisation; the others with MLQA's
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -44,8 +50,8 @@ def get_parser() -> argparse.ArgumentParser:
         "--normalisation",
         choices=("mlqa", "squad"),
         default="mlqa",
-        help="mlqa: SQuAD v1.1's for en, MLQA's for the others (MLQA); squad: SQuAD v1.1's "
-        "for every language (XTREME's XQuAD scoring) [%(default)s]",
+        help="mlqa: MLQA's for each test's language, en included (MLQA); squad: SQuAD "
+        "v1.1's for every language (XQuAD, TyDiQA-GoldP) [%(default)s]",
     )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--json", default=None, help="also write the scores here")
@@ -54,15 +60,21 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def scoring(lang: str, normalisation: str = "mlqa") -> Optional[str]:
-    """The ``lang`` argument of :func:`score`: None (SQuAD v1.1) for en or with
-    ``normalisation`` squad, else lang (MLQA)."""
-    return None if lang == SQUAD_LANG or normalisation == "squad" else lang
+    """The ``lang`` argument of :func:`score`: None (SQuAD v1.1) with ``normalisation``
+    squad, else lang (MLQA's rules for it, en included, as XTREME's evaluate.py)."""
+    return None if normalisation == "squad" else lang
+
+
+def rules(lang: str, normalisation: str) -> str:
+    """What scored ``lang``: ``squad-v1.1`` or ``mlqa-LANG``."""
+    answer_language = scoring(lang, normalisation)
+    return "squad-v1.1" if answer_language is None else f"mlqa-{answer_language}"
 
 
 def evaluate(args, name: str, path: str, read: Mapping[str, Sequence[QaExample]]) -> Dict:
     model, cfg, task = load_span_qa(path, args.data, f"--checkpoint {name}={path}")
     head = cfg.task.classification_head_name
-    scores: Dict[str, Dict[str, float]] = {"em": {}, "f1": {}}
+    scores: Dict[str, Any] = {"em": {}, "f1": {}}
     for lang, examples in read.items():
         predictions = answer_questions(model, task, head, examples, args.batch_size)
         result = score(gold_answers(list(examples)), predictions, scoring(lang, args.normalisation))
@@ -73,6 +85,7 @@ def evaluate(args, name: str, path: str, read: Mapping[str, Sequence[QaExample]]
             write_predictions(predictions, out)
     for metric in scores.values():
         metric["avg"] = sum(metric[lang] for lang in read) / len(read)
+    scores["normalisation"] = {lang: rules(lang, args.normalisation) for lang in read}
     return scores
 
 
@@ -89,23 +102,24 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
         if scoring(lang, args.normalisation) is not None and lang not in MLQA_ARTICLES:
             raise VecoUserError(
                 f"--test {lang}={path}: no MLQA normalisation for {lang!r}: name the test by "
-                f"its language: en, or one of MLQA's ({', '.join(MLQA_ARTICLES)})"
+                f"its language, one of MLQA's ({', '.join(MLQA_ARTICLES)}), or give "
+                "--normalisation squad (XQuAD, TyDiQA-GoldP)"
             )
     read = {lang: read_squad(path) for lang, path in tests.items()}
     results = {name: evaluate(args, name, path, read) for name, path in checkpoints}
     columns = [*tests, "avg"]
     print(table(results, "em", columns) + "\n\n" + table(results, "f1", columns))
-    squad = [lang for lang in tests if scoring(lang, args.normalisation) is None]
-    others = [lang for lang in tests if lang not in squad]
-    print(
-        "\nnormalisation: "
-        + (f"SQuAD v1.1 for {', '.join(squad)}" if squad else "")
-        + ("; " if squad and others else "")
-        + (f"MLQA's for {', '.join(others)}" if others else "")
-    )
+    print("\n" + rules_line(list(tests), args.normalisation))
     if args.json:
         write_text(args.json, json.dumps(results, indent=2) + "\n")
     return results
+
+
+def rules_line(langs: Sequence[str], normalisation: str) -> str:
+    """The table's last line: which rules scored the languages."""
+    if normalisation == "squad":
+        return f"normalisation: SQuAD v1.1's for {', '.join(langs)}"
+    return f"normalisation: MLQA's for {', '.join(langs)} (each its own answer language)"
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:

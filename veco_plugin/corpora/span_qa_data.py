@@ -51,13 +51,16 @@ def read_settings(data: str) -> QaWindowSettings:
         return QaWindowSettings(**json.load(f))
 
 
-def _counts(examples: Sequence[QaExample], windows: Sequence[QaWindow]) -> Dict[str, int]:
-    answered = {w.example_id for w in windows if w.start_position}
+def _counts(per_example: Sequence[Sequence[QaWindow]]) -> Dict[str, int]:
+    """Counted per example, not per id: ids may repeat in a train file."""
+    windows = [w for ws in per_example for w in ws]
     return {
-        "questions": len(examples),
+        "questions": len(per_example),
         "windows": len(windows),
         "windows_with_answer": sum(1 for w in windows if w.start_position),
-        "questions_without_target": len(examples) - len(answered),
+        "questions_without_target": sum(
+            1 for ws in per_example if not any(w.start_position for w in ws)
+        ),
     }
 
 
@@ -74,11 +77,16 @@ def prepare_span_qa(
     check_output_dir(output, "--output", overwrite=False, refill=WHOLE)
     if "train" not in splits:
         raise VecoUserError("--split train=FILE.json is needed")
-    read = {name: read_squad(path) for name, path in splits.items()}
+    # no split here is decoded by id (veco-qa-eval reads its test files itself): XTREME's
+    # TyDiQA-GoldP train file, whose ids repeat, is read as it is
+    read = {name: read_squad(path, unique_ids=False) for name, path in splits.items()}
     tokens, sp = load_tokens(dictionary), load_sentencepiece(spm_model)
     lines = [" ".join(sp.encode(e.context, out_type=str)) for e in read["train"]]
     check_dictionary(lines, tokens, spm_model, dictionary)
-    encoded = {name: encode_windows(sp, tokens, ex, settings) for name, ex in read.items()}
+    per_example = {
+        name: [make_windows(e, sp, tokens, settings) for e in ex] for name, ex in read.items()
+    }
+    encoded = {name: [w for ws in windows for w in ws] for name, windows in per_example.items()}
     with staged_dir(output) as stage:
         os.makedirs(os.path.join(stage, "input0"))
         shutil.copyfile(dictionary, os.path.join(stage, "input0", "dict.txt"))
@@ -92,4 +100,4 @@ def prepare_span_qa(
                 settings.max_length,
                 f"{stage}/targets/{name}",
             )
-    return {name: _counts(read[name], encoded[name]) for name in read}
+    return {name: _counts(windows) for name, windows in per_example.items()}

@@ -12,6 +12,16 @@ XQuAD (``xquad.<lang>.json``), MLQA and TyDiQA-GoldP use the same layout::
 ``C[N:N + len(A)] == A`` must hold. :func:`read_squad` checks every answer, every key and
 every type, and refuses a file it cannot use with a :class:`VecoUserError` of one line
 naming the file (and the question id) and the fix.
+
+Files XTREME's download rewrites (``utils_preprocess.py``) drop ``title``, which is
+therefore optional:
+
+* its English TyDiQA-GoldP train file (``tydiqa-goldp-v1.1-train/tydiqa.goldp.en.train.json``,
+  one article per question) keeps only the last ``-`` part of each id, so ids repeat
+  (``"0"``, ``"1"``, ...): read it with ``unique_ids=False`` (training needs no id);
+* its QA test files (XQuAD, MLQA's ``test/``, TyDiQA-GoldP's dev) have every answer
+  replaced by ``{"answer_start": 0, "text": ""}``: refused, saying where labelled copies
+  are (:data:`LABELLED_COPIES`).
 """
 
 from __future__ import annotations
@@ -22,6 +32,13 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Set, Tuple
 
 from ..errors import VecoUserError
+
+LABELLED_COPIES = (
+    "labelled copies: XQuAD github.com/deepmind/xquad xquad.<lang>.json; MLQA "
+    "dl.fbaipublicfiles.com/MLQA/MLQA_V1.zip MLQA_V1/test/test-context-<lang>-question-<lang>"
+    ".json; TyDiQA-GoldP storage.googleapis.com/tydiqa/v1.1/tydiqa-goldp-v1.1-dev.tgz "
+    "tydiqa-goldp-dev-<language>.json"
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,11 @@ def _answers(path: str, qa: Dict[str, Any], qid: str, context: str) -> Tuple[Ans
     for item in _field(path, qa, "answers", list, where):
         text = _field(path, item, "text", str, f"an answer of {where}")
         start = _field(path, item, "answer_start", int, f"an answer of {where}")
+        if not text and start == 0:
+            raise VecoUserError(
+                f"{path}: question {qid} has an empty answer at 0, as XTREME's download leaves "
+                f"its QA test files (answers stripped): give a labelled copy; {LABELLED_COPIES}"
+            )
         if not text:
             raise VecoUserError(
                 f"{path}: question {qid} has an empty answer text: every SQuAD v1.1 answer "
@@ -112,24 +134,26 @@ def _answers(path: str, qa: Dict[str, Any], qid: str, context: str) -> Tuple[Ans
     return tuple(answers)
 
 
-def read_squad(path: str) -> List[QaExample]:
+def read_squad(path: str, unique_ids: bool = True) -> List[QaExample]:
     """The examples of a SQuAD v1.1-format JSON file, in file order.
 
     Every answer must be its context's text at its ``answer_start``; ids must be unique
-    (predictions are keyed by them). Anything else is a :class:`VecoUserError` of one line.
+    (predictions are keyed by them) unless ``unique_ids`` is False; a missing ``title``
+    reads as ``""``. Anything else is a :class:`VecoUserError` of one line.
     """
     data = _field(path, _load(path), "data", list, "the file")
     examples: List[QaExample] = []
     seen: Set[str] = set()
     for a, article in enumerate(data, 1):
-        title = _field(path, article, "title", str, f"article {a}")
+        titled = isinstance(article, dict) and "title" in article
+        title = _field(path, article, "title", str, f"article {a}") if titled else ""
         for p, paragraph in enumerate(_field(path, article, "paragraphs", list, f"article {a}"), 1):
-            where = f"paragraph {p} of article {a} ({title})"
+            where = f"paragraph {p} of article {a}" + (f" ({title})" if title else "")
             context = _field(path, paragraph, "context", str, where)
             for qa in _field(path, paragraph, "qas", list, where):
                 qid = _field(path, qa, "id", str, f"a question of {where}")
                 question = _field(path, qa, "question", str, f"question {qid}")
-                if qid in seen:
+                if unique_ids and qid in seen:
                     raise VecoUserError(
                         f"question id {qid} appears twice in {path}: ids must be unique "
                         "(predictions are keyed by them)"

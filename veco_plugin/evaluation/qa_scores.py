@@ -18,6 +18,10 @@ without a prediction scores 0) and given in percent.
 * tokens: whitespace-separated, except zh, which uses mixed segmentation: every
   character of U+4E00..U+9FA5 (and every punctuation character) is a token, runs of other
   characters are split on whitespace.
+
+XTREME (``evaluate.py``, ``scripts/eval_qa.sh``) scores XQuAD and TyDiQA-GoldP with SQuAD
+v1.1's script in every language, MLQA with MLQA's for each test language, ``en``
+included: English under MLQA's rules also drops Unicode punctuation (``“ ” – «``).
 """
 
 from __future__ import annotations
