@@ -10,11 +10,20 @@
   BIO tags (``B-PER``) read the same way. XTREME's download script strips the test
   labels for its leaderboard: a line with a word and no tag is refused, saying where
   labelled copies are.
+* **PAN-X as published** (the per-language ``train``/``dev``/``test`` files of the archives
+  XTREME's download unpacks from ``AmazonPhotos.zip``): ``lang:word<TAB>BIO-tag``, e.g.
+  ``en:Paris<TAB>B-LOC``. A file whose first word carries such a prefix has it on every
+  word; it is cut off at its colon, with the whitespace around the word, as XTREME's
+  ``utils_preprocess.py`` (``--task panx``) cuts it. Test labels are kept there.
+* **XTREME's predictions and labels** (``predictions/<task>/test-<lang>.tsv``, the mock
+  files of ``mock_test_data``): one tag a line, a blank line after each sentence, read as
+  XTREME's ``evaluate.py`` reads them.
 
 A file in another shape is one line naming the file, line and fix.
 """
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -28,6 +37,12 @@ LABELLED_COPIES = (
     "labelled copies: the Universal Dependencies treebanks (CoNLL-U, github.com/"
     "UniversalDependencies/UD_<Language>-<Treebank>) or XTREME-style files kept with their "
     "labels (e.g. github.com/salesforce/MPT data/udpos/)"
+)
+# PAN-X's language prefix of a word (``en:``, ``zh-yue:``): up to its first colon
+PANX_PREFIX = re.compile(r"[a-z]{2,3}(?:-[a-z0-9]+)*:")
+PANX_COPIES = (
+    "for PAN-X, the per-language archives of XTREME's AmazonPhotos.zip (lang:word<TAB>tag, "
+    "test labels kept)"
 )
 
 
@@ -104,23 +119,65 @@ def read_conllu(path: str) -> List[TaggedSentence]:
 
 
 def read_tagged_tsv(path: str) -> List[TaggedSentence]:
-    """The sentences of a ``word<TAB>tag`` file (blank lines between sentences)."""
+    """The sentences of a ``word<TAB>tag`` file (blank lines between sentences), PAN-X's
+    ``lang:word<TAB>tag`` with the language prefix cut off."""
+    prefix: List[str] = []  # the file's PAN-X prefix ("" for none), read at its first word
 
     def word(lineno: int, line: str) -> Tuple[str, str]:
         row = line.split("\t")
         if len(row) == 1 or (len(row) == 2 and not row[1].strip()):
             raise VecoUserError(
                 f"{path}:{lineno}: word {row[0]!r} has no tag: an unlabelled file (XTREME's "
-                f"download script strips the test labels); {LABELLED_COPIES}"
+                f"download script strips the test labels); {LABELLED_COPIES}; {PANX_COPIES}"
             )
         if len(row) != 2 or not row[0] or " " in row[1].strip():
             raise VecoUserError(
                 f"{path}:{lineno}: {len(row)} tab-separated columns {row[:3]!r}: a tagged "
                 "file has word<TAB>tag a line and a blank line between sentences"
             )
-        return row[0], row[1].strip()
+        if not prefix:
+            found = PANX_PREFIX.match(row[0])
+            prefix.append(found.group() if found else "")
+        return _panx_word(path, lineno, row[0], prefix[0]), row[1].strip()
 
     return _sentences(path, word)
+
+
+def _panx_word(path: str, lineno: int, word: str, prefix: str) -> str:
+    """``word`` without PAN-X's language ``prefix`` and the whitespace around it (as
+    XTREME's ``utils_preprocess.py`` cuts it); ``word`` itself where ``prefix`` is empty."""
+    if not prefix:
+        return word
+    if not word.startswith(prefix) or not word[len(prefix) :].strip():
+        raise VecoUserError(
+            f"{path}:{lineno}: {word!r} is not {prefix}WORD as the file's first word is: "
+            "PAN-X's files prefix every word with its language (lang:word<TAB>tag); give one "
+            "language's file as published"
+        )
+    return word[len(prefix) :].strip()
+
+
+def read_tag_lines(path: str) -> List[List[str]]:
+    """The sentences of tags of an XTREME prediction or label file (one tag a line, a blank
+    line after each sentence), as XTREME's ``evaluate.py`` reads them: lines stripped, each
+    blank line ends a sentence (two in a row: an empty one), a last one without it kept."""
+    sentences: List[List[str]] = []
+    tags: List[str] = []
+    for lineno, line in _lines(path):
+        tag = line.strip()
+        if not tag:
+            sentences.append(tags)
+            tags = []
+        elif "\t" in tag or " " in tag:
+            raise VecoUserError(
+                f"{path}:{lineno}: {tag!r} is not one tag: XTREME's prediction and label "
+                "files hold one tag a line (read word<TAB>tag files as tagged files)"
+            )
+        else:
+            tags.append(tag)
+    if tags:
+        sentences.append(tags)
+    return sentences
 
 
 def read_tagged(paths: Sequence[str]) -> List[TaggedSentence]:

@@ -7,10 +7,16 @@ sentences are joined with an ``O`` between them. For BIO tags those are the enti
 POS tags the rules make chunks of runs of tags of one type that seqeval's prefix rules do
 not split, which is what the published POS F1 figures measure. Written from seqeval's
 definition (its documentation and behaviour), equal to it on real predictions (tested
-against the PyPI package).
+against the PyPI package and XTREME's ``evaluate.py`` figures on its mock PAN-X files).
+
+The ``O`` after each sentence ends every chunk of a tag with a type (``B-PER``, ``NOUN``), so
+for such tags the chunks of sentences (or windows) counted apart sum to the counts of the
+file: ``veco_tagging``'s validation F1 sums them over batches and workers. Only a tag that
+seqeval reads as typeless (one letter other than B, I, E, S, O: UPOS ``X``) lets a chunk run
+on across the ``O`` into the next sentence of the joined file.
 """
 
-from typing import List, Sequence, Set, Tuple
+from typing import List, NamedTuple, Sequence, Set, Tuple
 
 Chunk = Tuple[str, int, int]  # (type, first position, last position)
 OUTSIDE = "O"
@@ -53,14 +59,31 @@ def chunks(sentences: Sequence[Sequence[str]]) -> Set[Chunk]:
     return set(found)
 
 
-def chunk_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
-    """seqeval's micro F1 (in [0, 1]) of ``predicted`` against ``gold`` (sentences of tags)."""
+class ChunkCounts(NamedTuple):
+    """Chunks ``predicted`` right (``correct``), ``predicted`` and in the ``gold`` tags."""
+
+    correct: int
+    predicted: int
+    gold: int
+
+
+def chunk_counts(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> ChunkCounts:
+    """seqeval's chunk counts of ``predicted`` against ``gold`` (sentences of tags, joined)."""
     true, pred = chunks(gold), chunks(predicted)
-    correct = len(true & pred)
+    return ChunkCounts(len(true & pred), len(pred), len(true))
+
+
+def f1_of_counts(correct: float, predicted: float, gold: float) -> float:
+    """seqeval's micro F1 (in [0, 1]) of chunk counts (0 where nothing is right)."""
     if not correct:
         return 0.0
-    precision, recall = correct / len(pred), correct / len(true)
+    precision, recall = correct / predicted, correct / gold
     return 2 * precision * recall / (precision + recall)
+
+
+def chunk_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
+    """seqeval's micro F1 (in [0, 1]) of ``predicted`` against ``gold`` (sentences of tags)."""
+    return f1_of_counts(*chunk_counts(gold, predicted))
 
 
 def accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
