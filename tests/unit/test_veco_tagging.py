@@ -7,9 +7,17 @@ from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
+from fairseq.data import Dictionary
+from fairseq.logging import metrics
 
 from tests.helpers.toy import build, random_tokens, toy_dictionary
-from veco_plugin.criterions.veco_tagging import VecoTaggingCriterion, VecoTaggingCriterionConfig
+from tests.unit.test_host_syncs import DataDependentOps, SyncRecorder
+from veco_plugin.criterions.veco_tagging import (
+    CHUNKS,
+    VecoTaggingCriterion,
+    VecoTaggingCriterionConfig,
+)
+from veco_plugin.evaluation.tagging_scores import chunk_counts, chunk_f1
 from veco_plugin.models.veco_token_tagger import VecoTokenClassificationHead, VecoTokenTagger
 
 HEAD = "tagging"
@@ -99,3 +107,91 @@ def test_a_saved_head_loads_back_as_a_token_head():
         a, _ = trained(tokens, features_only=True, classification_head_name=HEAD)
         b, _ = fresh.eval()(tokens, features_only=True, classification_head_name=HEAD)
     torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+BIO = ("B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER", "O")
+
+
+def _bio_batch(d, labels, model, seed: int):
+    """A batch of 6 windows whose first pieces (every other piece) are tagged; half the
+    windows' gold tags are the model's own predictions (so that chunks match)."""
+    tokens = random_tokens(d, 6, 12, seed=seed, pad_tail=3)
+    with torch.no_grad():
+        logits, _ = model(tokens, features_only=True, classification_head_name=HEAD)
+    g = torch.Generator().manual_seed(seed)
+    classes = torch.randint(0, len(BIO), tokens.shape, generator=g)
+    classes[::2] = logits.argmax(-1)[::2]
+    target = torch.full_like(tokens, labels.pad())
+    first = torch.zeros_like(tokens, dtype=torch.bool)
+    first[:, 1:-1:2] = tokens[:, 1:-1:2] > d.eos()  # words' first pieces, not <pad>/</s>
+    target[first] = classes[first] + labels.nspecial
+    sample = {
+        "net_input": {"src_tokens": tokens, "src_lengths": tokens.ne(d.pad()).sum(1)},
+        "target": target,
+        "ntokens": int(tokens.ne(d.pad()).sum()),
+        "nsentences": 6,
+    }
+    gold = [[BIO[c] for c in row[mask].tolist()] for row, mask in zip(classes, first)]
+    predicted = [
+        [BIO[c] for c in row[mask].tolist()] for row, mask in zip(logits.argmax(-1), first)
+    ]
+    return sample, gold, predicted
+
+
+def _bio_criterion(model_seed: int = 5):
+    d, labels = toy_dictionary(), Dictionary()
+    for tag in BIO:
+        labels.add_symbol(tag)
+    base = build("veco_tiny", d, seed=model_seed)
+    model = VecoTokenTagger(base.args, base.encoder)
+    model.register_classification_head(HEAD, num_classes=len(BIO))
+    task = SimpleNamespace(label_dictionary=labels)
+    criterion = VecoTaggingCriterion(
+        VecoTaggingCriterionConfig(classification_head_name=HEAD), task
+    )
+    return d, labels, model, criterion
+
+
+def test_validation_f1_is_seqevals_f1_over_the_whole_split():
+    """Chunk counts summed over batches, F1 from the sums: equal, to the last bit, to
+    tagging_scores' (seqeval's) F1 of all the windows' words at their first pieces."""
+    d, labels, model, criterion = _bio_criterion()
+    model.eval()
+    batches = [_bio_batch(d, labels, model, seed) for seed in (1, 2, 3)]
+    with torch.no_grad():
+        logs = [criterion(model, sample)[2] for sample, _, _ in batches]
+    gold = [s for _, g, _ in batches for s in g]
+    predicted = [s for _, _, p in batches for s in p]
+    counts = chunk_counts(gold, predicted)
+    assert 0 < counts.correct < min(counts.predicted, counts.gold)
+    assert [sum(log[k] for log in logs) for k in CHUNKS] == list(counts)
+    with metrics.aggregate(new_root=True) as valid:
+        for log in logs:  # fairseq reduces each validation batch as it comes
+            VecoTaggingCriterion.reduce_metrics([log])
+    assert valid.get_smoothed_values()["f1"] == 100 * chunk_f1(gold, predicted)
+    with metrics.aggregate(new_root=True) as workers:  # logging outputs summed (2 workers)
+        VecoTaggingCriterion.reduce_metrics([logs[0], logs[1]])
+        VecoTaggingCriterion.reduce_metrics([logs[2]])
+    assert workers.get_smoothed_values()["f1"] == valid.get_smoothed_values()["f1"]
+
+
+def test_training_logs_no_f1_and_syncs_nothing():
+    """The chunk counts need the host: training (the model in train mode) skips them."""
+    d, labels, model, criterion = _bio_criterion()
+    model.train()
+    sample, _, _ = _bio_batch(d, labels, model.eval(), 1)
+    model.train()
+
+    def step():
+        loss, _, log = criterion(model, sample)
+        loss.backward()
+        return log
+
+    step()
+    with SyncRecorder() as recorder, DataDependentOps() as ops:
+        log = step()
+    assert not recorder.calls and not ops.plugin_calls(), (recorder.calls, ops.plugin_calls())
+    assert not set(CHUNKS) & set(log)
+    with metrics.aggregate(new_root=True) as train:
+        VecoTaggingCriterion.reduce_metrics([log])
+    assert "f1" not in train.get_smoothed_values()
