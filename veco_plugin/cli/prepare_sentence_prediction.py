@@ -8,7 +8,17 @@
         --split test_de=test-de.tsv --split test_fr=test-fr.tsv
 
 ``--split NAME=TSV[,TRANSLATION_TSV]``: the translation (same layout, line-aligned) is
-what plug-in fine-tuning pairs each example with. Layouts and the output:
+what plug-in fine-tuning pairs each example with. ``--language NAME=LANG``: split NAME's
+rows in LANG, where its file has a ``language`` column (XNLI-1.0's ``xnli.{dev,test}.tsv``
+hold every language); a file without one is taken as written in LANG. With XNLI-1.0 and
+XTREME's processed train file::
+
+    python -m veco_plugin.cli.prepare_sentence_prediction --layout xnli ... \\
+        --split train=xnli/train-en.tsv --split valid=XNLI-1.0/xnli.dev.tsv \\
+        --language valid=en --split test_de=XNLI-1.0/xnli.test.tsv --language test_de=de
+
+Layouts (each recognises its files' shapes: XTREME's processed TSVs, the original
+releases; an unlabelled XTREME test file is refused) and the output:
 :mod:`veco_plugin.corpora.xtreme`.
 """
 
@@ -43,6 +53,14 @@ def get_parser() -> argparse.ArgumentParser:
         metavar="NAME=TSV[,TRANSLATION_TSV]",
         help="a split to binarize (repeat; train is needed)",
     )
+    p.add_argument(
+        "--language",
+        action="append",
+        default=[],
+        metavar="NAME=LANG",
+        help="split NAME's rows in LANG where its file names each row's language (XNLI-1.0's "
+        "xnli.dev.tsv / xnli.test.tsv); repeat per split",
+    )
     return p
 
 
@@ -76,8 +94,22 @@ def parse_splits(values: Sequence[str]) -> Dict[str, Tuple[str, Optional[str]]]:
     return splits
 
 
+def parse_languages(values: Sequence[str]) -> Dict[str, str]:
+    """``--language NAME=LANG`` values as ``{NAME: LANG}``; a split named twice is refused."""
+    languages: Dict[str, str] = {}
+    for value in values:
+        name, sep, lang = value.partition("=")
+        if not sep or not name or not lang.strip():
+            raise VecoUserError(f"--language {value}: expected NAME=LANG (e.g. test_de=de)")
+        if name in languages:
+            raise VecoUserError(f"--language {name}= is given twice: give each split's once")
+        languages[name] = lang.strip()
+    return languages
+
+
 def main(args: argparse.Namespace) -> None:
-    report = prepare(args.output, parse_splits(args.split), args.layout, args.spm_model, args.dict)
+    splits, languages = parse_splits(args.split), parse_languages(args.language)
+    report = prepare(args.output, splits, args.layout, args.spm_model, args.dict, languages)
     print(json.dumps(report, indent=2))
 
 

@@ -1,12 +1,37 @@
-"""Sentence(-pair) classification data: XTREME TSV layouts -> fairseq's
+"""Sentence(-pair) classification data: the TSVs XTREME users have -> fairseq's
 ``sentence_prediction`` layout (``veco-prepare-sentence-prediction``).
 
-Layouts (tab-separated, one example a line; a header line is recognised by its label
-column reading ``label``/``gold_label`` and skipped):
+``--layout`` names the task's family; within it the file's shape is recognised by its
+first line (tab-separated, one example a line):
 
-    xnli    premise, hypothesis, label        (XTREME's XNLI / MultiNLI TSVs)
-    pawsx   id, sentence1, sentence2, label   (PAWS-X)
-    single  sentence, label                   (one-sentence tasks)
+``xnli``
+    * 3 columns, ``sentence1, sentence2, label``, no header: XTREME's processed
+      ``xnli/{train-en,dev-<lang>}.tsv`` (``scripts/download_data.sh``);
+    * the same with a header (its 3rd column ``label``/``gold_label``): XNLI-MT-1.0's
+      ``multinli/multinli.train.<lang>.tsv`` (``premise, hypo, label``);
+    * XNLI-1.0's ``xnli.{dev,test}.tsv``: a header naming ``language``, ``gold_label``,
+      ``sentence1``, ``sentence2`` among its columns, read by name. It holds every
+      language: ``language`` picks its rows (a file of several languages and no
+      ``language`` is refused, naming them).
+    XNLI-MT's label ``contradictory`` reads ``contradiction``, as XTREME writes it.
+``pawsx``
+    * 4 columns, ``id, sentence1, sentence2, label``, a header: PAWS-X's
+      ``x-final/<lang>/{train,dev_2k,test_2k}.tsv`` as released;
+    * 3 columns, ``sentence1, sentence2, label``, no header: XTREME's processed
+      ``pawsx/{train-en,dev-<lang>}.tsv``.
+``single``
+    2 columns, ``sentence, label`` (one-sentence tasks; a header line skipped).
+
+XTREME's processed files are written by Python's ``csv`` writer (``utils_preprocess.py``,
+tab-separated, ``\r\n`` line ends): a sentence holding ``"`` is written quoted, its quotes
+doubled (``"say ""hi"" now"``). Here a field of a headerless 3-column file that is exactly
+what the writer makes of a text with a quote is read back as that text (XTREME's own
+classifier reads these files with ``csv``'s quoting off, so its model sees the quoted form).
+``language`` is ignored for files without a ``language`` column (taken to be in it).
+
+XTREME's processed **test** files have 2 columns (``sentence1, sentence2``): the labels
+are stripped for its leaderboard. A 2-column line in a pair layout is refused, saying
+where labelled copies are (:data:`LABELLED_COPIES`).
 
 Binarized output (``DATA``), one directory per input as fairseq's
 ``sentence_prediction`` reads it::
@@ -30,7 +55,7 @@ import filecmp
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from fairseq.data import Dictionary, indexed_dataset
@@ -44,7 +69,7 @@ from .text import BadLine, read_lines
 
 @dataclass(frozen=True)
 class Layout:
-    """Column indices of one TSV layout (``second`` None: single sentences)."""
+    """Column indices of one TSV shape (``second`` None: single sentences)."""
 
     columns: int
     first: int
@@ -57,8 +82,21 @@ LAYOUTS: Dict[str, Layout] = {
     "pawsx": Layout(columns=4, first=1, second=2, label=3),
     "single": Layout(columns=2, first=0, second=None, label=1),
 }
+# the other shapes a layout's files come in (by column count): XTREME's processed PAWS-X
+SHAPES: Dict[str, Dict[int, Layout]] = {
+    name: {spec.columns: spec} for name, spec in LAYOUTS.items() if name != "pawsx"
+}
+SHAPES["pawsx"] = {4: LAYOUTS["pawsx"], 3: LAYOUTS["xnli"]}
+XNLI_COLUMNS = ("sentence1", "sentence2", "gold_label")  # XNLI-1.0's, read by name
+LANGUAGE = "language"
+LABEL_SPELLINGS = {"xnli": {"contradictory": "contradiction"}}  # XTREME's (utils_preprocess)
 _HEADER_LABELS = ("label", "gold_label")
 BOM = "\ufeff"  # a byte order mark before the first line (files saved by some editors)
+LABELLED_COPIES = (
+    "labelled copies: PAWS-X x-final/<lang>/test_2k.tsv (storage.googleapis.com/paws/pawsx/"
+    "x-final.tar.gz, --layout pawsx), XNLI XNLI-1.0/xnli.test.tsv (dl.fbaipublicfiles.com/XNLI/"
+    "XNLI-1.0.zip, --layout xnli, the split's language picked by --language NAME=LANG)"
+)
 # above this share of <unk> among the train split's pieces, --dict is not --spm-model's
 MAX_UNKNOWN = 0.5
 CHECKED_LINES = 10000
@@ -71,16 +109,16 @@ class Example:
     label: str
 
 
-def _row_error(path: str, lineno: int, row: List[str], layout: str) -> VecoUserError:
-    """A line of ``path`` without the columns of ``layout``: what it is and the fix."""
-    columns = LAYOUTS[layout].columns
+def _row_error(path: str, lineno: int, row: List[str], layout: str, columns: str) -> VecoUserError:
+    """A line of ``path`` without the ``columns`` of its ``layout`` file: what it is and
+    the fix."""
     where = f"{path}:{lineno}"
     if row == [""]:
         return VecoUserError(
             f"{where}: an empty line (the {layout} layout has {columns} tab-separated "
             "columns): remove it, and its line in a translation TSV"
         )
-    fits = [name for name, spec in LAYOUTS.items() if spec.columns == len(row)]
+    fits = [name for name, shapes in SHAPES.items() if len(row) in shapes and name != layout]
     fix = (
         f"is it --layout {fits[0]}?"
         if fits
@@ -91,7 +129,14 @@ def _row_error(path: str, lineno: int, row: List[str], layout: str) -> VecoUserE
     )
 
 
-def _label(path: str, lineno: int, text: str) -> str:
+def _unlabelled(path: str) -> VecoUserError:
+    return VecoUserError(
+        f"{path}:1: 2 columns (sentence1, sentence2) and no label, as in XTREME's test files "
+        f"(its download strips their labels): give a labelled copy; {LABELLED_COPIES}"
+    )
+
+
+def _label(path: str, lineno: int, text: str, layout: str) -> str:
     """The label of a line: one non-empty token, as fairseq's label dictionary reads it."""
     label = text.strip()
     if not label:
@@ -101,31 +146,100 @@ def _label(path: str, lineno: int, text: str) -> str:
             f"{path}:{lineno}: label {label!r} holds a space, and fairseq reads a label as "
             f"one token: join its words (e.g. {'_'.join(label.split())!r}) in every split"
         )
-    return label
+    return LABEL_SPELLINGS.get(layout, {}).get(label, label)
 
 
-def read_tsv(path: str, layout: str) -> List[Example]:
-    """The examples of ``path`` (UTF-8, lines split at ``\\n``, a ``\\r`` before it dropped)
-    in ``layout``; a missing file, a line that is not UTF-8 or has another column count,
-    an empty label or one with a space, and a file without examples are a
-    :class:`VecoUserError` naming the file (and the line) and the fix."""
+def unquote(field: str) -> str:
+    """``field`` as Python's csv writer (``QUOTE_MINIMAL``, ``"``) wrote it, read back: a
+    field it quoted (the text holds a ``"``: enclosed in quotes, each inner one doubled)
+    becomes the text; any other field is kept as it is."""
+    inner = field[1:-1]
+    text = inner.replace('""', '"')
+    quoted = len(field) > 1 and field[0] == field[-1] == '"' and '"' in text
+    return text if quoted and text.replace('"', '""') == inner else field
+
+
+def _rows(path: str) -> List[Tuple[int, List[str]]]:
+    """``(line number, tab-separated fields)`` of every line of ``path``."""
     if os.path.isdir(path):
         raise VecoUserError(f"{path} is a directory: give the TSV file")
-    spec = LAYOUTS[layout]
-    examples = []
+    rows = []
     for lineno, line in enumerate(read_lines(path, keep_raw=True), 1):
         if isinstance(line, BadLine):
             raise VecoUserError(line.message("save the file as UTF-8"))
-        row = (line.removeprefix(BOM) if lineno == 1 else line).split("\t")
+        rows.append((lineno, (line.removeprefix(BOM) if lineno == 1 else line).split("\t")))
+    return rows
+
+
+def _by_name(
+    path: str, rows: List[Tuple[int, List[str]]], language: Optional[str]
+) -> List[Example]:
+    """The examples of an XNLI-1.0 file (a header naming its columns) in ``language``."""
+    header = [name.strip() for name in rows[0][1]]
+    at = {name: header.index(name) for name in (*XNLI_COLUMNS, LANGUAGE) if name in header}
+    first, second, gold = (at[name] for name in XNLI_COLUMNS)
+    examples: List[Example] = []
+    languages: Dict[Optional[str], None] = {}  # in file order
+    for lineno, row in rows[1:]:
+        if len(row) != len(header):
+            raise VecoUserError(
+                f"{path}:{lineno}: {len(row)} tab-separated columns, its header has "
+                f"{len(header)}: fix the line"
+            )
+        lang = row[at[LANGUAGE]].strip() if LANGUAGE in at else None
+        languages[lang] = None
+        if language is None or lang in (None, language):
+            label = _label(path, lineno, row[gold], "xnli")
+            examples.append(Example(row[first].strip(), row[second].strip(), label))
+    found = ", ".join(str(lang) for lang in languages)
+    if language is None and len(languages) > 1:
+        raise VecoUserError(
+            f"{path} holds {len(languages)} languages ({found}): pick one "
+            "(veco-prepare-sentence-prediction --language NAME=LANG)"
+        )
+    if rows[1:] and not examples:
+        raise VecoUserError(f"{path}: no example in {language} (its languages: {found})")
+    return examples
+
+
+def _by_position(path: str, rows: List[Tuple[int, List[str]]], layout: str) -> List[Example]:
+    """The examples of a file of one of ``layout``'s column shapes."""
+    lineno, row = rows[0]
+    spec = SHAPES[layout].get(len(row))
+    if spec is None and len(row) == 2 and LAYOUTS[layout].second is not None:
+        raise _unlabelled(path)
+    if spec is None:
+        shapes = " or ".join(str(n) for n in SHAPES[layout])
+        raise _row_error(path, lineno, row, layout, shapes)
+    header = row[spec.label].strip().lower() in _HEADER_LABELS
+    written_by_csv = not header and spec.columns == 3  # XTREME's processed pair TSVs
+    examples = []
+    for lineno, row in rows[int(header) :]:
         if len(row) != spec.columns:
-            raise _row_error(path, lineno, row, layout)
-        if lineno == 1 and row[spec.label].strip().lower() in _HEADER_LABELS:
-            continue
+            has = f"{spec.columns}" + ("" if len(SHAPES[layout]) == 1 else " in this file")
+            raise _row_error(path, lineno, row, layout, has)
+        if written_by_csv:
+            row = [unquote(field) for field in row]
         second = None if spec.second is None else row[spec.second].strip()
-        label = _label(path, lineno, row[spec.label])
+        label = _label(path, lineno, row[spec.label], layout)
         examples.append(Example(row[spec.first].strip(), second, label))
+    return examples
+
+
+def read_tsv(path: str, layout: str, language: Optional[str] = None) -> List[Example]:
+    """The examples of ``path`` (UTF-8, lines split at ``\\n``, a ``\\r`` before it dropped)
+    in one of ``layout``'s shapes (the module's docstring), those in ``language`` where the
+    file has a ``language`` column; a missing file, a line that is not UTF-8 or has another
+    column count, an unlabelled (XTREME test) file, an empty label or one with a space, and
+    a file without examples are a :class:`VecoUserError` naming the file (and the line) and
+    the fix."""
+    rows = _rows(path)
+    if not rows:
+        raise VecoUserError(f"{path}: no examples (an empty file)")
+    named = layout == "xnli" and set(XNLI_COLUMNS) <= {f.strip() for f in rows[0][1]}
+    examples = _by_name(path, rows, language) if named else _by_position(path, rows, layout)
     if not examples:
-        raise VecoUserError(f"{path}: no examples (an empty file, or a header only)")
+        raise VecoUserError(f"{path}: no examples (a header only)")
     return examples
 
 
@@ -170,15 +284,27 @@ class Split:
     translated: Optional[List[Example]]
 
 
-def read_splits(splits: Dict[str, Tuple[str, Optional[str]]], layout: str) -> Dict[str, Split]:
-    """Every TSV of ``splits`` read (:func:`read_tsv`) and checked against the train split:
+def read_splits(
+    splits: Dict[str, Tuple[str, Optional[str]]],
+    layout: str,
+    languages: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Split]:
+    """Every TSV of ``splits`` read (:func:`read_tsv`, a split's rows in its language of
+    ``languages`` where its file names languages) and checked against the train split:
     two labels or more there, no other label elsewhere, translations line-aligned."""
     if "train" not in splits:
         raise VecoUserError("--split train=TSV is needed (the label dictionary comes from it)")
+    languages = languages or {}
+    unknown = sorted(set(languages) - set(splits))
+    if unknown:
+        raise VecoUserError(
+            f"--language {unknown[0]}={languages[unknown[0]]}: no --split {unknown[0]}=...: "
+            "name a split"
+        )
     read = {}
     for name, (tsv, translation) in splits.items():
-        examples = read_tsv(tsv, layout)
-        translated = read_tsv(translation, layout) if translation else None
+        examples = read_tsv(tsv, layout, languages.get(name))
+        translated = read_tsv(translation, layout, languages.get(name)) if translation else None
         if translated is not None and len(translated) != len(examples):
             raise VecoUserError(
                 f"{translation}: {len(translated)} examples, {tsv} has {len(examples)}: "
@@ -250,15 +376,17 @@ def prepare(
     layout: str,
     spm_model: str,
     dictionary: str,
+    languages: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Dict[str, int]]:
     """Binarize ``splits`` (name -> (TSV, translation TSV or None)) into ``output``;
-    the label dictionary comes from the ``train`` split. Returns per split the example
-    count and the label counts.
+    the label dictionary comes from the ``train`` split; ``languages`` (name -> language)
+    picks a split's rows from a file of several languages (XNLI-1.0's). Returns per split
+    the example count and the label counts.
 
     Everything is read, encoded and checked before anything is written; ``output``'s files
     appear only once all are written (:func:`..outputs.staged_dir`)."""
     check_output_dir(output, "--output")
-    read = read_splits(splits, layout)
+    read = read_splits(splits, layout, languages)
     tokens = load_tokens(dictionary)
     encode = spm_encoder(spm_model)
     encoded: Dict[Tuple[str, str, int], List[str]] = {}
