@@ -4,7 +4,7 @@ script (as ``veco-xtreme`` did for any SQuAD-format file) changes, per language.
 
 Files (``tests/fixtures``):
 
-* ``xtreme-mock``: XTREME's mock MLQA labels and predictions (1-2 questions a language;
+* ``xtreme_mock``: XTREME's mock MLQA labels and predictions (1-2 questions a language;
   ar, hi, vi, zh predicted exactly, en, es, de cut short);
 * ``xquad``: XQuAD's published excerpt (40 questions a language) with prediction files
   made by a fixed rule (``tests/fixtures/xquad/README.md``; not model output).
@@ -31,8 +31,8 @@ XQUAD_LANGS = ("en", "de", "ar", "zh")
 
 def files(source: str, lang: str) -> Tuple[str, str]:
     """(labels, predictions) of ``lang`` in ``source``."""
-    if source == "xtreme-mock":
-        mock, name = os.path.join(FIXTURES, "xtreme-mock"), f"test-{lang}.json"
+    if source == "xtreme_mock":
+        mock, name = os.path.join(FIXTURES, "xtreme_mock"), f"test-{lang}.json"
         return os.path.join(mock, "labels", "mlqa", name), os.path.join(
             mock, "predictions", "mlqa", name
         )
@@ -62,7 +62,7 @@ def row(source: str, lang: str) -> List[float]:
 def main() -> None:
     print("| files | lang | questions | MLQA EM | MLQA F1 | SQuAD EM | SQuAD F1 | ΔEM | ΔF1 |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for source, langs in (("xtreme-mock", MLQA_LANGS), ("xquad", XQUAD_LANGS)):
+    for source, langs in (("xtreme_mock", MLQA_LANGS), ("xquad", XQUAD_LANGS)):
         for lang in langs:
             n, *figures = row(source, lang)
             cells = " | ".join(f"{v:{'+' if i >= 4 else ''}.1f}" for i, v in enumerate(figures))

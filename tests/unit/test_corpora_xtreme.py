@@ -107,7 +107,7 @@ BRIDGE_EN = (
     'The bridge, called "Old Stone", was built in 1820.',
     'Built in 1820, the bridge was called "Old Stone".',
 )
-MOCK = os.path.join(os.path.dirname(PAIRS), "xtreme-mock", "labels")
+MOCK = os.path.join(os.path.dirname(PAIRS), "xtreme_mock", "labels")
 
 
 def pairs(*parts):

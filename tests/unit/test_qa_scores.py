@@ -125,7 +125,7 @@ def test_written_predictions_read_back(tmp_path):
     assert score(gold, predictions, "zh") == score(gold, json.load(open(path)), "zh")
 
 
-# XTREME's own mock files (tests/fixtures/xtreme-mock/, byte-for-byte copies of
+# XTREME's own mock files (tests/fixtures/xtreme_mock/, byte-for-byte copies of
 # google-research/xtreme 838c13b69daafb9328785d16caae2711e4012123 mock_test_data/) scored
 # by XTREME's evaluate.py, run once by hand in a scratch directory (not vendored):
 #   python evaluate.py --prediction_folder PRED --label_folder LABELS --output_file out.json
@@ -146,7 +146,7 @@ XTREME_MOCK = {
         "id": (0.0, 74.99999999999999),
     },
 }
-MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme-mock")
+MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme_mock")
 
 
 def read_mock(task, lang):

@@ -110,7 +110,7 @@ def test_files_that_are_not_json(tmp_path):
     _one_line(str(tmp_path), "is a directory")
 
 
-MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme-mock", "labels")
+MOCK = os.path.join(os.path.dirname(FIXTURES), "xtreme_mock", "labels")
 
 
 @pytest.mark.parametrize(
