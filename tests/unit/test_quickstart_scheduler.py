@@ -102,11 +102,26 @@ def test_pool_runs_at_most_jobs_stages_first_pipelines_first(tmp_path):
 
 def test_a_failed_pipeline_lets_the_others_finish(tmp_path):
     runner, _, err = _runner(tmp_path, jobs=2)
-    with pytest.raises(QuickstartError, match="a pipeline failed"):
-        runner.run_pipelines([[_sh("bad", "exit 2"), _sh("never", "true")], [_sh("ok", "true")]])
+    with pytest.raises(QuickstartError, match="1 pipeline.s. failed") as failed:
+        runner.run_pipelines(
+            [[_sh("bad", "echo why >&2; exit 2"), _sh("never", "true")], [_sh("ok", "true")]]
+        )
     assert "quickstart: error: stage bad failed (exit 2;" in err.getvalue()
+    assert str(failed.value).splitlines()[-1] == "why"
     assert os.path.isfile(stamp_path(str(tmp_path), "ok"))
     assert not os.path.exists(stamp_path(str(tmp_path), "never"))
+
+
+def test_a_failed_stage_ends_on_its_commands_own_error_line(tmp_path):
+    """The usage text a command prints first, its error line last: the error the user
+    reads last is the command's own line, not only 'stage ... failed'."""
+    runner, _, _ = _runner(tmp_path)
+    script = "echo 'usage: tool [-h]' >&2; echo 'tool: error: unrecognized arguments: --x' >&2; "
+    with pytest.raises(QuickstartError) as failed:
+        runner.run_stage(_sh("bad", script + "echo >&2; exit 2"))
+    lines = str(failed.value).splitlines()
+    assert lines[0].startswith("stage bad failed (exit 2; log: ")
+    assert lines[-1] == "tool: error: unrecognized arguments: --x"
 
 
 def _alive(pid):

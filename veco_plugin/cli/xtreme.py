@@ -35,7 +35,14 @@ from ..quickstart.scheduler import run_resumable
 from ..xtreme import report
 from ..xtreme.models import Pretrained, describe, parse_checkpoint, random_twin
 from ..xtreme.recipes import RECIPES, Recipe
-from ..xtreme.stages import Files, Settings, pipelines, scores_path
+from ..xtreme.stages import (
+    Files,
+    Settings,
+    check_fairseq_flags,
+    finetune_command,
+    pipelines,
+    scores_path,
+)
 from .common import check_at_least, run_cli
 
 PROG = "veco-xtreme"
@@ -59,13 +66,18 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--spm-model", help="sentencepiece model (default: beside each checkpoint)")
     p.add_argument("--dict", help="dict.txt (default: beside each checkpoint)")
     g = p.add_argument_group("fine-tuning (default: the task's XTREME recipe)")
-    g.add_argument("--lr", type=float)
+    g.add_argument("--lr", type=float, help="[the recipe's for the checkpoint's size]")
     g.add_argument("--epochs", type=int)
     g.add_argument("--max-length", type=int, help="window positions (udpos 128, xquad 384)")
     g.add_argument("--max-question", type=int, help="xquad: question pieces kept [64]")
     g.add_argument("--doc-stride", type=int, help="xquad: pieces between window starts [128]")
-    g.add_argument("--batch-size", type=int, help="per process and step [32]")
-    g.add_argument("--update-freq", type=int, default=1)
+    g.add_argument(
+        "--batch-size",
+        type=int,
+        help="examples an update, over all processes [32]; each process's batch is this "
+        "divided by the processes and --update-freq",
+    )
+    g.add_argument("--update-freq", type=int, default=1, help="steps an update [1]")
     g.add_argument("--warmup-updates", type=int)
     g.add_argument("--weight-decay", type=float)
     g.add_argument("--dropout", type=float, default=0.1)
@@ -166,8 +178,8 @@ def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]
         check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}")
     gpus = 0 if args.cpu else torch.cuda.device_count()
     pick = lambda value, default: default if value is None else value  # noqa: E731
-    return Settings(
-        lr=pick(args.lr, recipe.lr),
+    s = Settings(
+        lr=args.lr,
         epochs=pick(args.epochs, recipe.epochs),
         max_length=pick(args.max_length, recipe.max_length),
         max_question=pick(args.max_question, recipe.max_question),
@@ -182,6 +194,8 @@ def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]
         gpus=gpus,
         fairseq_flags=tuple(extra),
     )
+    s.step_batch  # refuses a batch that does not divide over the processes
+    return s
 
 
 def rows_from(args: argparse.Namespace, s: Settings) -> List[Pretrained]:
@@ -216,6 +230,7 @@ def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     files = files_from(args, recipe)
     s = settings_from(args, recipe, extra)
     rows = rows_from(args, s)
+    check_fairseq_flags(finetune_command(recipe, rows[0], args.out, args.out, s))
     check_tests(recipe, files)
     device = f"{s.gpus} GPU(s)" if s.gpus else "the CPU"
     print(f"== {PROG} {recipe.task}: {len(rows)} row(s) on {device}, results in {args.out}")

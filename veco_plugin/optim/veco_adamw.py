@@ -10,20 +10,32 @@ The update is fairseq's: Adam with decoupled weight decay (fairseq's ``adam`` is
 see its docstring) and bias correction; only where ``eps`` enters differs:
 ``sqrt(v) + eps`` (fairseq) against ``sqrt(v / bc2) + eps`` (torch), i.e. torch's
 ``eps`` is larger by ``sqrt(1 - beta2^t)``, a difference below ``eps`` itself.
+
+``--no-decay-bias-and-norm``: XTREME's two groups, biases and LayerNorm weights without
+weight decay (:mod:`.no_decay`).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from fairseq.optim import FairseqOptimizer, register_optimizer
 from fairseq.optim.adam import FairseqAdam, FairseqAdamConfig
 
 from ..errors import VecoUserError
+from .no_decay import decay_groups
 
 
 @dataclass
 class VecoAdamWConfig(FairseqAdamConfig):
     """fairseq's ``adam`` settings (so ``--optimizer adam`` flags carry over)."""
+
+    no_decay_bias_and_norm: bool = field(
+        default=False,
+        metadata={
+            "help": "no weight decay on biases and LayerNorm weights (XTREME's optimizer "
+            "groups; the fine-tuning tasks mark them)"
+        },
+    )
 
 
 @register_optimizer("veco_adamw", dataclass=VecoAdamWConfig)
@@ -42,6 +54,8 @@ class VecoAdamW(FairseqAdam):
                     f"{flag} is a setting of fairseq's own Adam: use --optimizer adam with it"
                 )
         FairseqOptimizer.__init__(self, cfg)  # FairseqAdam's would pick its own Adam
+        if cfg.no_decay_bias_and_norm:
+            params = decay_groups(params, self.optimizer_config["weight_decay"])
         self._optimizer = torch.optim.AdamW(params, **self.optimizer_config, fused=True)
 
 

@@ -203,12 +203,19 @@ class StageContext:
 
     def __init__(self, runner: "Runner", stage: Stage, log: IO[bytes]) -> None:
         self.runner, self.stage, self.log = runner, stage, log
+        self.last_line = ""
+        """the last non-blank line the stage wrote: a failed command's own error line."""
+
+    def _line(self, line: str) -> None:
+        if line.strip():
+            self.last_line = line.strip()
+        self.runner.console.stage_line(self.stage.name, line)
 
     def echo(self, text: str) -> None:
         for line in text.splitlines() or [""]:
             self.log.write(line.encode("utf-8", "replace") + b"\n")
             self.log.flush()
-            self.runner.console.stage_line(self.stage.name, line)
+            self._line(line)
 
     def run(
         self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, show: bool = True
@@ -217,14 +224,14 @@ class StageContext:
         the command line first); a non-zero exit is :class:`StageFailed`."""
         if show:
             self.echo("$ " + " ".join(argv))
+        self.last_line = ""  # the command's own lines, not the line that shows it
         proc = self.runner.start(argv, {**os.environ, **(env or {})})
         try:
             assert proc.stdout is not None
             for raw in iter(proc.stdout.readline, b""):
                 self.log.write(raw)
                 self.log.flush()
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                self.runner.console.stage_line(self.stage.name, line)
+                self._line(raw.decode("utf-8", "replace").rstrip("\r\n"))
             status = proc.wait()
         except BaseException:
             kill_group(proc)
@@ -310,14 +317,16 @@ class Runner:
             self.console.say(f"== [{name}] {time.strftime('%H:%M:%S')} start (log: {log_path})")
             start = time.monotonic()
             with open(log_path, "ab") as log:
-                status = self._execute(stage, StageContext(self, stage, log))
+                ctx = StageContext(self, stage, log)
+                status = self._execute(stage, ctx)
         finally:
             with self._lock:
                 self.running = max(0, self.running - 1)
             if slot:
                 self.slots.release()
-        if status:
-            raise QuickstartError(f"stage {name} failed (exit {status}; log: {log_path})")
+        if status:  # the command's own error line last
+            last = f"; its last line:\n{ctx.last_line}" if ctx.last_line else ""
+            raise QuickstartError(f"stage {name} failed (exit {status}; log: {log_path}){last}")
         seconds = time.monotonic() - start
         write_stamp(stamp_path(self.run_dir, name), stage.command, seconds)
         self.console.say(f"== [{name}] {time.strftime('%H:%M:%S')} done in {int(seconds)} s")
@@ -329,6 +338,7 @@ class Runner:
                 ctx.run(stage.command, stage.env)
             else:
                 ctx.echo("$ " + " ".join(stage.command))
+                ctx.last_line = ""
                 stage.body(ctx)
         except StageFailed as exc:
             return exc.status
@@ -379,7 +389,8 @@ class Runner:
             raise Interrupted()
         if failed:
             raise QuickstartError(
-                f"a pipeline failed (see the [stage] lines above and {self.run_dir}/logs)"
+                f"{len(failed)} pipeline(s) failed (see the [stage] lines above and "
+                f"{self.run_dir}/logs); the last: {failed[-1]}"
             )
 
 

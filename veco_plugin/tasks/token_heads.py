@@ -26,6 +26,7 @@ from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
 from ..models.veco import build_veco
 from ..models.veco_token_tagger import VecoTokenTagger
+from ..optim.no_decay import mark_no_decay
 
 logger = logging.getLogger(__name__)
 
@@ -116,4 +117,5 @@ class VecoTokenHeadTask(FairseqTask):
         model.register_classification_head(
             self.cfg.classification_head_name, num_classes=self.head_classes()
         )
+        mark_no_decay(model)  # for veco_adamw --no-decay-bias-and-norm
         return model

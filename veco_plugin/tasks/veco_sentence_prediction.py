@@ -44,6 +44,7 @@ from ..criterions.masked_terms import DdpSettings, refuse_idle_parameters
 from ..data.translated_dataset import VecoTranslatedDataset
 from ..models.veco import build_veco
 from ..models.veco_sentence_classifier import VecoSentenceClassifier
+from ..optim.no_decay import mark_no_decay
 
 logger = logging.getLogger(__name__)
 
@@ -131,4 +132,5 @@ class VecoSentencePredictionTask(SentencePredictionTask):
             num_classes=self.cfg.num_classes,
             plug_in=self.cfg.plug_mode == "in",
         )
+        mark_no_decay(model)  # for veco_adamw --no-decay-bias-and-norm
         return model

@@ -29,6 +29,7 @@ from ..nmt_init.sizes import pretrained_sizes
 
 MODEL = "veco"
 DEFAULT_ARCH = "veco_base"
+LARGE_DIM = 1024
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,12 @@ class Pretrained:
     """``--arch`` and the sizes: fairseq-train builds the checkpoint's shape."""
     positions: int
     """the positions the model reads (``--max-positions``)."""
+
+    @property
+    def large(self) -> bool:
+        """XLM-R large's size or more (1024 wide): XTREME's recipes for large models."""
+        flags = dict(zip(self.model_flags[::2], self.model_flags[1::2]))
+        return int(flags.get("--encoder-embed-dim", 0)) >= LARGE_DIM
 
 
 def parse_checkpoint(value: str, taken: List[str]) -> Tuple[str, str]:

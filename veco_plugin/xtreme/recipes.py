@@ -2,13 +2,18 @@
 
 The settings are those of google-research/xtreme's ``scripts/train_<task>.sh`` for
 XLM-R (``run_tag.py``, ``run_squad.py``, ``run_classify.py``): AdamW (eps 1e-8, betas
-(0.9, 0.999)), an effective batch of 32 sentences (or windows), the learning rate decayed
-linearly to 0 over the run, gradients clipped at 1.0. fairseq's ``adam`` with
-``--weight-decay`` is AdamW; ``polynomial_decay`` (power 1) is the linear decay.
+(0.9, 0.999); no weight decay on biases and LayerNorm weights), 32 sentences (or windows)
+an update over all processes, the learning rate decayed linearly to 0 over the run,
+gradients clipped at 1.0. ``veco_adamw --no-decay-bias-and-norm`` is that AdamW;
+``polynomial_decay`` (power 1) is the linear decay.
+
+Which checkpoint is tested, as XTREME's scripts choose it: QA the model after the last
+epoch (``train_qa.sh``: ``--save_steps -1``); tagging and the sentence tasks the best on
+English dev (F1 / accuracy) checked every ``save_steps`` updates, the final model a
+candidate too (``--save_only_best_checkpoint --eval_all_checkpoints``).
 
 Each recipe also says which command prepares its DATA, which fairseq task and criterion
-fine-tune, which validation metric keeps the best checkpoint on English dev, and which
-command scores the test files.
+fine-tune, and which command scores the test files.
 """
 
 from dataclasses import dataclass
@@ -38,8 +43,17 @@ class Recipe:
     warmup_updates: int = 0
     weight_decay: float = 0.0
     batch_size: int = 32
+    """examples (sentences, windows) an update, over all processes."""
+    keep: str = "best"
+    """the checkpoint tested: ``best`` on English dev by ``best_metric``, or ``last``
+    (the model after the last epoch; no validation)."""
     best_metric: str = "accuracy"
     """fairseq's ``--best-checkpoint-metric`` on English dev ("loss": lowest is best)."""
+    validate_updates: int = 0
+    """English dev is scored every this many updates and after the last (XTREME's
+    ``--save_steps``); 0: after each epoch."""
+    lr_large: float = 0.0
+    """the learning rate of a large model (XLM-R large's recipe) where it differs."""
     test_format: str = "tagged"
     """what ``--test LANG=FILE`` is: ``tagged`` (CoNLL-U / word<TAB>tag, read raw by the
     scorer), ``squad`` (SQuAD v1.1 JSON, read raw), ``tsv`` (XTREME's TSV, binarized as a
@@ -50,10 +64,16 @@ class Recipe:
     """label count of a sentence task (``--num-classes``)."""
     metrics: Tuple[str, ...] = ("accuracy",)
     """what the table shows, first the headline."""
+    normalisation: str = ""
+    """QA: ``veco-qa-eval --normalisation`` (``squad``: SQuAD v1.1's script in every
+    language, as XTREME scores XQuAD and TyDiQA-GoldP; ``mlqa``: MLQA's)."""
 
     @property
     def maximize(self) -> bool:
         return self.best_metric != "loss"
+
+    def lr_for(self, large: bool) -> float:
+        return self.lr_large if large and self.lr_large else self.lr
 
 
 RECIPES: Dict[str, Recipe] = {
@@ -67,26 +87,44 @@ RECIPES: Dict[str, Recipe] = {
             lr=2e-5,
             epochs=10,
             max_length=128,
-            metrics=("accuracy", "f1"),
+            best_metric="f1",
+            validate_updates=500,
+            metrics=("f1", "accuracy"),
         ),
-        # run_squad.py: 4 x 8 gradient accumulation, 500 warm-up steps, weight decay 1e-4;
-        # the best checkpoint by English dev loss (decoding answers at every validation is
-        # what veco-qa-eval does once, on the kept checkpoint)
+        # train_panx.sh: run_tag.py as udpos, checked every 1000 updates
         Recipe(
-            "xquad",
-            prepare="veco_plugin.cli.prepare_span_qa",
-            evaluate="veco_plugin.cli.qa_eval",
-            fairseq_task="veco_span_qa",
-            lr=3e-5,
-            epochs=3,
-            max_length=384,
-            max_question=64,
-            doc_stride=128,
-            warmup_updates=500,
-            weight_decay=1e-4,
-            best_metric="loss",
-            test_format="squad",
-            metrics=("f1", "em"),
+            "panx",
+            prepare="veco_plugin.cli.prepare_tagging",
+            evaluate="veco_plugin.cli.tag_eval",
+            fairseq_task="veco_tagging",
+            lr=2e-5,
+            epochs=10,
+            max_length=128,
+            best_metric="f1",
+            validate_updates=1000,
+            metrics=("f1", "accuracy"),
+        ),
+        *(  # train_qa.sh: 4 x 8 gradient accumulation, 500 warm-up steps, weight decay
+            # 1e-4, the model after the last epoch; trained on SQuAD v1.1 (English)
+            Recipe(
+                task,
+                prepare="veco_plugin.cli.prepare_span_qa",
+                evaluate="veco_plugin.cli.qa_eval",
+                fairseq_task="veco_span_qa",
+                lr=3e-5,
+                epochs=3,
+                max_length=384,
+                max_question=64,
+                doc_stride=128,
+                warmup_updates=500,
+                weight_decay=1e-4,
+                keep="last",
+                best_metric="loss",
+                test_format="squad",
+                metrics=("f1", "em"),
+                normalisation=normalisation,
+            )
+            for task, normalisation in (("xquad", "squad"), ("mlqa", "mlqa"), ("tydiqa", "squad"))
         ),
         Recipe(
             "xnli",
@@ -96,6 +134,8 @@ RECIPES: Dict[str, Recipe] = {
             lr=2e-5,
             epochs=5,
             max_length=0,
+            validate_updates=100,
+            lr_large=3e-5,
             test_format="tsv",
             layout="xnli",
             classes=3,
@@ -108,6 +148,7 @@ RECIPES: Dict[str, Recipe] = {
             lr=2e-5,
             epochs=5,
             max_length=0,
+            validate_updates=200,
             test_format="tsv",
             layout="pawsx",
             classes=2,

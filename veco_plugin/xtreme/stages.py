@@ -12,21 +12,25 @@ test-<name>         the task's scorer on every test language -> OUT/<name>/score
 
 A stage that did not finish starts again from nothing (its output is removed first); a
 finished one is skipped (:mod:`..quickstart.scheduler`'s stamps, OUT/stamps).
-The learning rate decays linearly to 0 over ``--total-num-update``: the epochs times the
-updates an epoch makes, known once DATA is written (the command's ``UPDATES`` placeholder).
+The learning rate decays linearly to 0 over ``--total-num-update``, and ``--max-update``
+ends the run there: the updates fairseq-train will make, counted from the batches its
+sampler builds once DATA is written (:mod:`.updates`; the command's ``UPDATES``
+placeholder). ``--batch-size`` is the examples of one update over all processes: each
+process's batch is that divided by the processes and ``--update-freq``.
 """
 
 import json
-import math
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import VecoUserError
 from ..quickstart.scheduler import Stage
 from .models import Pretrained
 from .recipes import Recipe
+from .updates import count_updates, parse_train_args
 
 if TYPE_CHECKING:
     from ..quickstart.scheduler import StageContext
@@ -40,12 +44,14 @@ TRAIN, VALID = "train", "valid"
 class Settings:
     """The fine-tuning settings (the recipe's unless a flag changed them)."""
 
-    lr: float
+    lr: Optional[float]
+    """None: the recipe's for the row's size (:meth:`..recipes.Recipe.lr_for`)."""
     epochs: int
     max_length: int
     max_question: int
     doc_stride: int
     batch_size: int
+    """examples an update, over all processes."""
     update_freq: int
     warmup_updates: int
     weight_decay: float
@@ -54,6 +60,23 @@ class Settings:
     cpu: bool
     gpus: int
     fairseq_flags: Tuple[str, ...] = ()
+
+    @property
+    def processes(self) -> int:
+        """fairseq-train's data-parallel processes: one per GPU, else one."""
+        return max(self.gpus, 1)
+
+    @property
+    def step_batch(self) -> int:
+        """Each process's batch: ``batch_size / (processes x update_freq)``."""
+        parts = self.processes * self.update_freq
+        if self.batch_size % parts:
+            raise VecoUserError(
+                f"--batch-size {self.batch_size} (examples an update) does not divide over "
+                f"{self.processes} process(es) x --update-freq {self.update_freq}: give a "
+                f"multiple of {parts}"
+            )
+        return self.batch_size // parts
 
 
 @dataclass(frozen=True)
@@ -96,6 +119,27 @@ def _task_flags(recipe: Recipe, positions: int) -> List[str]:
     return flags
 
 
+NEVER = "1000000"  # an epoch interval no run reaches: no epoch-end validation or save
+
+
+def _keep_flags(recipe: Recipe) -> List[str]:
+    """Which checkpoint the run leaves (:attr:`Recipe.keep`): the model after the last
+    update, or the best on English dev, scored every ``validate_updates`` updates and
+    after the last (fairseq validates and saves when ``--max-update`` stops it)."""
+    if recipe.keep == "last":
+        return ["--disable-validation", "--save-interval", NEVER, "--no-epoch-checkpoints"]
+    flags = ["--best-checkpoint-metric", recipe.best_metric, "--no-epoch-checkpoints"]
+    flags.append("--no-last-checkpoints")
+    if recipe.maximize:
+        flags.append("--maximize-best-checkpoint-metric")
+    if recipe.validate_updates:
+        every = str(recipe.validate_updates)
+        flags += ["--validate-interval-updates", every, "--save-interval-updates", every]
+        flags += ["--keep-interval-updates", "1", "--validate-interval", NEVER]
+        flags += ["--save-interval", NEVER]
+    return flags
+
+
 def finetune_command(recipe: Recipe, row: Pretrained, data: str, out: str, s: Settings):
     """fairseq-train from ``row`` (random weights when it has no path)."""
     command = _python("fairseq_cli.train") + [data, "--user-dir", USER_DIR]
@@ -103,30 +147,39 @@ def finetune_command(recipe: Recipe, row: Pretrained, data: str, out: str, s: Se
     if row.path:
         command += ["--restore-file", row.path, "--reset-optimizer", "--reset-dataloader"]
         command += ["--reset-meters", "--reset-lr-scheduler"]
+    lr = recipe.lr_for(row.large) if s.lr is None else s.lr
     command += [
-        "--optimizer", "adam", "--adam-betas", "(0.9,0.999)", "--adam-eps", "1e-8",
-        "--weight-decay", str(s.weight_decay), "--clip-norm", "1.0",
-        "--lr", str(s.lr), "--lr-scheduler", "polynomial_decay", "--power", "1",
+        "--optimizer", "veco_adamw", "--adam-betas", "(0.9,0.999)", "--adam-eps", "1e-8",
+        "--weight-decay", str(s.weight_decay), "--no-decay-bias-and-norm", "--clip-norm", "1.0",
+        "--lr", str(lr), "--lr-scheduler", "polynomial_decay", "--power", "1",
         "--end-learning-rate", "0", "--warmup-updates", str(s.warmup_updates),
-        "--total-num-update", UPDATES,
-        "--batch-size", str(s.batch_size), "--update-freq", str(s.update_freq),
+        "--total-num-update", UPDATES, "--max-update", UPDATES,
+        "--batch-size", str(s.step_batch), "--update-freq", str(s.update_freq),
         "--max-epoch", str(s.epochs), "--required-batch-size-multiple", "1",
         "--dropout", str(s.dropout), "--attention-dropout", str(s.dropout),
-        "--best-checkpoint-metric", recipe.best_metric,
-        "--no-epoch-checkpoints", "--no-last-checkpoints",
         "--save-dir", os.path.join(out, row.name, "checkpoints"),
         "--find-unused-parameters", "--seed", str(s.seed),
         "--log-format", "simple", "--log-interval", "50", "--num-workers", "0",
     ]  # fmt: skip
-    if recipe.maximize:
-        command.append("--maximize-best-checkpoint-metric")
+    if s.weight_decay > 0:  # --fp16/--bf16 keep the parameters' no-decay marks
+        command.append("--fp16-no-flatten-grads")
+    command += _keep_flags(recipe)
     if s.cpu:
         command.append("--cpu")
     return command + list(s.fairseq_flags)
 
 
-def best_checkpoint(out: str, name: str) -> str:
-    return os.path.join(out, name, "checkpoints", "checkpoint_best.pt")
+def check_fairseq_flags(command: Sequence[str]) -> None:
+    """fairseq-train's parser reads ``command`` (a :func:`finetune_command`) now, before any
+    work: a flag after ``--`` that it refuses is one line."""
+    args = ["1" if a == UPDATES else a for a in command[3:]]  # after python -m fairseq_cli.train
+    parse_train_args(args, "the fairseq-train flags after --")
+
+
+def kept_checkpoint(recipe: Recipe, out: str, name: str) -> str:
+    """The checkpoint the test stage scores (:attr:`Recipe.keep`)."""
+    kept = "checkpoint_last.pt" if recipe.keep == "last" else "checkpoint_best.pt"
+    return os.path.join(out, name, "checkpoints", kept)
 
 
 def scores_path(out: str, name: str) -> str:
@@ -135,31 +188,16 @@ def scores_path(out: str, name: str) -> str:
 
 def test_command(recipe: Recipe, row: Pretrained, files: Files, data: str, out: str):
     command = _python(recipe.evaluate) + ["--data", data]
-    command += ["--checkpoint", f"{row.name}={best_checkpoint(out, row.name)}"]
+    command += ["--checkpoint", f"{row.name}={kept_checkpoint(recipe, out, row.name)}"]
     if recipe.test_format == "tsv":
         command += ["--splits", ",".join(f"test_{lang}" for lang in files.tests)]
     else:
         for lang, paths in files.tests.items():
             command += ["--test", f"{lang}={','.join(paths)}"]
         command += ["--predictions", os.path.join(out, row.name, "predictions")]
-    if recipe.test_format == "squad":  # XTREME scores XQuAD with SQuAD v1.1's script
-        command += ["--normalisation", "squad"]
+    if recipe.normalisation:  # XTREME: SQuAD v1.1's script for XQuAD and TyDiQA, MLQA's
+        command += ["--normalisation", recipe.normalisation]
     return command + ["--json", scores_path(out, row.name)]
-
-
-def train_windows(data: str) -> int:
-    """The examples (windows) of DATA's train split."""
-    from fairseq.data import data_utils
-
-    dataset = data_utils.load_indexed_dataset(os.path.join(data, "input0", TRAIN), None)
-    return len(dataset)
-
-
-def total_updates(windows: int, s: Settings) -> int:
-    """The updates of ``s.epochs`` epochs: each update reads ``batch x update_freq``
-    windows on each of ``gpus`` processes (fairseq's last, smaller batch included)."""
-    batches = math.ceil(windows / (s.batch_size * max(s.gpus, 1)))
-    return s.epochs * math.ceil(batches / s.update_freq)
 
 
 def fresh(*paths: str):
@@ -207,11 +245,20 @@ def resumable(save_dir: str):
     return body
 
 
-def finetune_body(data: str, save_dir: str, s: Settings):
+def finetune_body(save_dir: str, s: Settings):
+    """Count the run's updates (:func:`.updates.count_updates`), then run it."""
+
     def body(ctx: "StageContext") -> None:
         remove(save_dir)
-        updates = total_updates(train_windows(data), s)
-        ctx.echo(f"{UPDATES} = {updates} ({s.epochs} epochs)")
+        cfg = parse_train_args(
+            ["1" if a == UPDATES else a for a in ctx.stage.command[3:]], ctx.stage.name
+        )
+        updates = count_updates(cfg, s.processes)
+        ctx.echo(
+            f"{UPDATES} = {updates}: {s.epochs} epochs of the batches fairseq's sampler "
+            f"builds, {s.processes} process(es) x --batch-size {s.step_batch} x --update-freq "
+            f"{s.update_freq} = {s.batch_size} examples an update at most"
+        )
         ctx.run([str(updates) if a == UPDATES else a for a in ctx.stage.command])
 
     return body
@@ -233,7 +280,7 @@ def pipelines(
             stages.append(Stage(f"prepare-{row.name}", prepare, body=fresh(data)))
         finetune = finetune_command(recipe, row, data, out, s)
         save_dir = os.path.join(out, row.name, "checkpoints")
-        stages.append(Stage(f"finetune-{row.name}", finetune, finetune_body(data, save_dir, s)))
+        stages.append(Stage(f"finetune-{row.name}", finetune, finetune_body(save_dir, s)))
         test = test_command(recipe, row, files, data, out)
         outputs = (scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
         stages.append(Stage(f"test-{row.name}", test, body=fresh(*outputs)))
