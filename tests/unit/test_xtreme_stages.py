@@ -126,3 +126,14 @@ def test_fairseq_trains_own_parser_checks_the_pass_through_flags(extra, refused)
     assert str(error.value) == (
         f"the fairseq-train flags after --: fairseq-train refuses them: {refused}"
     )
+
+
+def test_the_random_row_runs_after_its_twin_on_its_data():
+    recipe = RECIPES["udpos"]
+    rows = [ROW, random_twin(ROW)]
+    (stages,) = pipelines(recipe, rows, FILES, "out", settings(recipe))
+    names = [s.name for s in stages]
+    assert names == ["prepare-veco", "finetune-veco", "test-veco", "finetune-random", "test-random"]
+    random = stages[3].command
+    assert "--restore-file" not in random and "out/veco/data" in random
+    assert random[random.index("--arch") :][:2] == ["--arch", "x"]
