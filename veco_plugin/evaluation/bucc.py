@@ -6,8 +6,10 @@ XTREME's download keeps BUCC's *sample* split as ``dev`` (with its gold pairs) a
 pair ``xx-en``:
 
 1. **Embed** every sentence alone: the ``<s>`` (CLS) state of one layer
-   (``--pool_type cls --specific_layer 7`` of the last 12 layers: :func:`..tatoeba`'s
-   ``xtreme_layer(L, "bucc2018")``); sentences repeated in a file are embedded once.
+   (``--pool_type cls --specific_layer 7`` of the last 12 layers: layer 8 of 12, 20 of 24,
+   :func:`.xtreme_retrieval.xtreme_layer`; the embedding itself is
+   :func:`.xtreme_retrieval.sentence_embeddings` with ``cls``); sentences repeated in a file
+   are embedded once.
 2. **Mine** (:func:`mine`, ``mine_bitext``'s defaults: ``mode mine``, ``retrieval max``,
    ``margin ratio``, ``neighborhood 4``, threshold 0): every source's best target and every
    target's best source by the ratio margin over cosine (the 4 nearest neighbours both
@@ -71,9 +73,8 @@ def f1_scores(gold: Iterable[str], predicted: Iterable[str]) -> BuccScores:
     if not correct:
         return BuccScores(0.0, 0.0, 0.0)
     precision, recall = correct / len(predictions), correct / len(labels)
-    return BuccScores(
-        100 * precision, 100 * recall, 200 * precision * recall / (precision + recall)
-    )
+    f1 = 2 * precision * recall / (precision + recall)
+    return BuccScores(100 * precision, 100 * recall, 100 * f1)
 
 
 def unique(sentences: Sequence[str]) -> Tuple[List[str], List[int]]:
