@@ -4,7 +4,6 @@ the refusal of XTREME's sorted English side, XTREME's layer per depth, and
 recipe (fairseq RoBERTa's own ``extract_features``, one sentence at a time, faiss's
 IndexFlatL2 on the normalized non-English side queried with the English one)."""
 
-import glob
 import json
 import shutil
 import subprocess
@@ -15,10 +14,10 @@ import pytest
 import torch
 
 from tests.helpers.runner import REPO
-from tests.helpers.toy import build, model_args
+from tests.helpers.tiny_encoder import write_tiny_encoder
 from veco_plugin.cli import tatoeba_eval
 from veco_plugin.corpora import tatoeba as T
-from veco_plugin.corpora.subwords import load_sentencepiece, train_sentencepiece, write_dictionary
+from veco_plugin.corpora.subwords import load_sentencepiece
 from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation.xtreme_retrieval import XTREME_LAYERS, accuracy, xtreme_layer
 
@@ -107,21 +106,7 @@ def test_accuracy_as_evaluate_py_on_xtreme_mock_files():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """A random veco_tiny (2 layers) with a sentencepiece model trained on the excerpts."""
-    out = tmp_path_factory.mktemp("tiny")
-    inputs = sorted(glob.glob(f"{LASER}/tatoeba.*-eng.*"))
-    spm = train_sentencepiece(inputs, str(out / "spm"), 1000)
-    write_dictionary(spm, str(out / "dict.txt"))
-    from fairseq.data import Dictionary
-
-    d = Dictionary.load(str(out / "dict.txt"))
-    d.add_symbol("<mask>")
-    sizes = dict(max_positions=512, tokens_per_sample=512)
-    model = build("veco_tiny", d, seed=5, **sizes).eval()
-    history = [{"criterion_name": "masked_lm", "lr_scheduler_state": {}, "num_updates": 0}]
-    state = {"model": model.state_dict(), "args": model_args("veco_tiny", **sizes), "cfg": None}
-    torch.save({**state, "optimizer_history": history, "extra_state": {}}, out / "m.pt")
-    return out
+    return write_tiny_encoder(tmp_path_factory.mktemp("tiny"))
 
 
 def _reference(tiny, lang: str, layer: int):

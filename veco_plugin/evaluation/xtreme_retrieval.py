@@ -28,7 +28,7 @@ queries it with the English ``y``: each English sentence retrieves its nearest n
 sentence by cosine, and is right when that is its own translation.
 """
 
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -53,10 +53,10 @@ def xtreme_layer(layers: int, task: str) -> int:
     return XTREME_LAYERS[task].get(layers, max(1, round(layers * 8 / 12)))
 
 
-def resolve(model: RobertaModel, layer: Any, task: str) -> int:
+def resolve(model: RobertaModel, layer: Optional[int], task: str) -> int:
     """``--layer`` (0..L) when given, else :func:`xtreme_layer`."""
     depth = num_layers(model)
-    chosen = xtreme_layer(depth, task) if layer is None else int(layer)
+    chosen = xtreme_layer(depth, task) if layer is None else layer
     if not 0 <= chosen <= depth:
         raise VecoUserError(f"--layer {chosen}: the model has layers 0..{depth} (0: embeddings)")
     return chosen
