@@ -89,6 +89,7 @@ setup(
             "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
             "veco-derive-language = veco_plugin.cli.derive_language:cli_main",
             "veco-derived-transfer = veco_plugin.cli.derived_transfer:cli_main",
+            "veco-prepare-udpos = veco_plugin.cli.prepare_udpos:cli_main",
         ]
     },
 )

@@ -27,18 +27,21 @@ UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART
 UPOS |= {"PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}
 
 
-def test_conllu_skips_ranges_and_empty_nodes_and_reads_upos():
+def test_conllu_fuses_ranges_skips_empty_nodes_and_reads_upos():
+    """Multiword tokens are one word, as XTREME's udpos download makes them (issue 37;
+    the reader used to keep the split words): tests/unit/test_ud_xtreme.py checks the
+    conversion against XTREME's own files."""
     sentences = read_conllu(EWT)
     assert len(sentences) == 59
-    words = [w for s in sentences for w in s.words]
-    assert "didn't" not in words and "did" in words and "n't" in words  # range 29-30
+    pairs = [(w, t) for s in sentences for w, t in zip(s.words, s.tags)]
+    assert ("didn't", "AUX") in pairs and ("n't", "PART") not in pairs  # range 29-30
     assert {t for s in sentences for t in s.tags} <= UPOS
     # the empty node 8.1 (a copy of "write") is no word: its sentence keeps its 33 words
     assert [len(s.words) for s in sentences][-1] == 33
     german = read_conllu(GSD)
     assert german[0].words[:3] == ("Der", "Hauptgang", "war") and len(german) == 120
     flat = [w for s in german for w in s.words]
-    assert "im" not in flat and flat.count("dem") >= 3  # "im" = "in dem": the words are read
+    assert "im" in flat and flat.count("dem") == 8  # "im" = "in dem": one word
 
 
 def test_treebanks_pool_and_tsv_reads_xtremes_layout():

@@ -1,10 +1,13 @@
 """Word-tagged sentences as published: CoNLL-U treebanks and XTREME's ``word<TAB>tag`` TSVs.
 
 * **CoNLL-U** (Universal Dependencies, ``*.conllu``): ten tab-separated columns a word
-  line, ``#`` comment lines, a blank line after each sentence. Multiword-token ranges
-  (``3-4``, the surface form of words 3 and 4) and empty nodes (``8.1``) carry no tag of
-  their own and are skipped; the tag is the UPOS column (the 4th). Several files of a
-  language (its treebanks) are pooled in order, as XTREME pools them.
+  line, ``#`` comment lines, a blank line after each sentence; the tag is the UPOS column
+  (the 4th). Read as XTREME's ``udpos`` download converts it
+  (:mod:`veco_plugin.corpora.ud_xtreme`): a multiword token (``3-4 zum``) is one word, its
+  surface form, tagged by the converter's rules for the file's language; empty nodes
+  (``8.1``) are no words; a sentence of ``_`` words (a treebank without its text) is
+  dropped; ZWNJ and spaces inside words are removed. Several files of a language (its
+  treebanks) are pooled in order, as XTREME pools them.
 * **Labelled TSV** (XTREME's ``udpos``/``panx`` layout, e.g. salesforce/MPT
   ``data/udpos/train-en.tsv``): ``word<TAB>tag`` a line, a blank line between sentences;
   BIO tags (``B-PER``) read the same way. XTREME's download script strips the test
@@ -25,13 +28,15 @@ A file in another shape is one line naming the file, line and fix.
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
 from .text import BadLine, read_lines
+from .ud_xtreme import ConverterFailure, conllu_language, spans, xtreme_words
 
 CONLLU_COLUMNS = 10
 UPOS = 3
+CONLLU_ID = re.compile(r"\d+(?:-\d+|\.\d+)?")  # a word, a multiword range, an empty node
 BOM = "\ufeff"
 LABELLED_COPIES = (
     "labelled copies: the Universal Dependencies treebanks (CoNLL-U, github.com/"
@@ -93,29 +98,61 @@ def _sentences(path: str, word: Callable[[int, str], Optional[Tuple[str, str]]])
     return sentences
 
 
-def read_conllu(path: str) -> List[TaggedSentence]:
-    """The sentences of a CoNLL-U file, tagged with UPOS."""
-
-    def word(lineno: int, line: str) -> Optional[Tuple[str, str]]:
+def conllu_rows(path: str) -> Iterator[Tuple[int, List[List[str]]]]:
+    """(line of its first token, its token lines split into columns) for each sentence of
+    CoNLL-U file ``path``, multiword ranges and empty nodes included."""
+    rows: List[List[str]] = []
+    start = 0
+    for lineno, line in _lines(path):
+        if not line.strip():
+            if rows:
+                yield start, rows
+            rows = []
+            continue
         if line.startswith("#"):
-            return None
+            continue
         row = line.split("\t")
-        if len(row) != CONLLU_COLUMNS:
+        if len(row) != CONLLU_COLUMNS or not CONLLU_ID.fullmatch(row[0]):
             raise VecoUserError(
                 f"{path}:{lineno}: {len(row)} tab-separated columns, CoNLL-U has "
-                f"{CONLLU_COLUMNS}: give a CoNLL-U file (or a word<TAB>tag file not named "
-                "*.conllu)"
+                f"{CONLLU_COLUMNS}, the first a word's number (here {row[0]!r}): give a CoNLL-U "
+                "file (or a word<TAB>tag file not named *.conllu)"
             )
-        if "-" in row[0] or "." in row[0]:  # a multiword-token range, an empty node
-            return None
-        if not row[UPOS] or row[UPOS] == "_":
+        if row[0].isdigit() and (not row[UPOS] or row[UPOS] == "_"):
             raise VecoUserError(
                 f"{path}:{lineno}: word {row[1]!r} has no UPOS tag (column 4 reads "
                 f"{row[UPOS]!r}): an unannotated file; {LABELLED_COPIES}"
             )
-        return row[1], row[UPOS]
+        start = start if rows else lineno
+        rows.append(row)
+    if rows:
+        yield start, rows
 
-    return _sentences(path, word)
+
+def conllu_sentences(path: str, lang: Optional[str] = None) -> List[TaggedSentence]:
+    """The sentences XTREME's ``udpos`` download makes of CoNLL-U file ``path``, with
+    ``lang``'s rules (default: the file name's language, as XTREME's); raises
+    :class:`~veco_plugin.corpora.ud_xtreme.ConverterFailure` where XTREME's converter
+    stops (XTREME's data then lacks the whole file)."""
+    lang = conllu_language(path) if lang is None else lang
+    sentences = []
+    for start, rows in conllu_rows(path):
+        read = xtreme_words(rows, lang)
+        if read is not None:
+            sentences.append(TaggedSentence(read[0], read[1], f"{path}:{start}"))
+    return sentences
+
+
+def read_conllu(path: str, lang: Optional[str] = None) -> List[TaggedSentence]:
+    """The sentences of a CoNLL-U file, tagged with UPOS, as :func:`conllu_sentences`
+    makes them; a file XTREME's converter stops on is one line saying so."""
+    try:
+        return conllu_sentences(path, lang)
+    except ConverterFailure as exc:
+        raise VecoUserError(
+            f"{path}: {exc}: XTREME's udpos converter stops on this file, so XTREME's data "
+            "lacks it; leave it out as XTREME does (veco-prepare-udpos does)"
+        ) from None
 
 
 def read_tagged_tsv(path: str) -> List[TaggedSentence]:
@@ -201,17 +238,29 @@ def format_tagged_tsv(sentences: Sequence[TaggedSentence]) -> str:
 
 def format_conllu_like(path: str, tags: Sequence[Sequence[str]]) -> str:
     """CoNLL-U file ``path`` with the UPOS column of its words replaced by ``tags`` (one
-    sequence per sentence, as :func:`read_conllu` reads them); every other line and
-    column as published."""
+    sequence per sentence, as :func:`read_conllu` reads them): every word of a multiword
+    token takes the token's tag; a sentence :func:`read_conllu` drops, and every other line
+    and column, stay as published."""
+    lang = conllu_language(path)
+    by_word: List[Optional[Dict[int, str]]] = []  # per sentence: word number -> tag
+    kept = iter(tags)
+    for _, rows in conllu_rows(path):
+        if xtreme_words(rows, lang) is None:
+            by_word.append(None)
+            continue
+        spans_tags = zip(spans(rows), next(kept))
+        by_word.append({w: t for (a, b, _), t in spans_tags for w in range(a, b + 1)})
     out = []
-    sentence, word = 0, 0
+    sentence, in_sentence = 0, False
     for _, line in _lines(path):
         row = line.split("\t")
-        if len(row) == CONLLU_COLUMNS and not line.startswith("#") and row[0].isdigit():
-            row[UPOS] = tags[sentence][word]
-            word += 1
-            if word == len(tags[sentence]):
-                sentence, word = sentence + 1, 0
-            line = "\t".join(row)
+        if not line.strip():
+            sentence, in_sentence = sentence + in_sentence, False
+        elif not line.startswith("#"):
+            in_sentence = True
+            new = by_word[sentence]
+            if new is not None and row[0].isdigit():
+                row[UPOS] = new[int(row[0])]
+                line = "\t".join(row)
         out.append(line + "\n")
     return "".join(out)
