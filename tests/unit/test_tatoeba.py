@@ -5,6 +5,7 @@ recipe (fairseq RoBERTa's own ``extract_features``, one sentence at a time, fais
 IndexFlatL2 on the normalized non-English side queried with the English one)."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -173,3 +174,18 @@ def test_cli_refuses_xtreme_download_in_one_line(tiny, tmp_path):
         f"up with {files[0]} (XTREME's download_data.sh sorts it; the gold order is lost): "
         "give LASER's data/tatoeba/v1/tatoeba.deu-eng.eng"
     ]
+
+
+def test_cli_refuses_xtreme_download_folder_and_unknown_input(tiny, tmp_path):
+    _xtreme_download(*T.laser_files(LASER, "de"), tmp_path)
+    (tmp_path / "xx-en.en").rename(tmp_path / "de-en.en")
+    checkpoint = ["--checkpoint", f"t={tiny / 'm.pt'}"]
+    for argv, message in (
+        (["--data", str(tmp_path)], "holds XTREME's download (<xx>-en.en: the English sides"),
+        (["--test", "de"], "--test de: give --data, or LANG=XXX_FILE,ENG_FILE"),
+        (["--test", "de=a"], "--test de=a: expected LANG or LANG=XXX_FILE,ENG_FILE"),
+        (["--data", LASER, "--test", "xx"], "xx: not one of XTREME's Tatoeba languages"),
+        ([], "give --data LASER/data/tatoeba/v1, or --test LANG=XXX,ENG"),
+    ):
+        with pytest.raises(VecoUserError, match=re.escape(message)):
+            tatoeba_eval.main(tatoeba_eval.get_parser().parse_args([*checkpoint, *argv]))

@@ -81,6 +81,11 @@ def read_tests(data: Optional[str], tests: Optional[Sequence[str]]) -> Dict[str,
         if data is None:
             raise VecoUserError("give --data LASER/data/tatoeba/v1, or --test LANG=XXX,ENG")
         tests = available(data)
+        if not tests and any(name.endswith("-en.en") for name in os.listdir(data)):
+            raise VecoUserError(
+                f"--data {data} holds XTREME's download (<xx>-en.en: the English sides sorted, "
+                "the gold order lost): give LASER's data/tatoeba/v1"
+            )
         if not tests:
             raise VecoUserError(
                 f"--data {data}: none of XTREME's tatoeba.<xxx>-eng.{{<xxx>,eng}} files"
