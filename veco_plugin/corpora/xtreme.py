@@ -23,15 +23,16 @@ first line (tab-separated, one example a line):
     2 columns, ``sentence, label`` (one-sentence tasks; a header line skipped).
 
 XTREME's processed files are written by Python's ``csv`` writer (``utils_preprocess.py``,
-tab-separated, ``\r\n`` line ends): a sentence holding ``"`` is written quoted, its quotes
+tab-separated, ``\\r\\n`` line ends): a sentence holding ``"`` is written quoted, its quotes
 doubled (``"say ""hi"" now"``). Here a field of a headerless 3-column file that is exactly
 what the writer makes of a text with a quote is read back as that text (XTREME's own
 classifier reads these files with ``csv``'s quoting off, so its model sees the quoted form).
-``language`` is ignored for files without a ``language`` column (taken to be in it).
+A split's language (``--language NAME=LANG``) picks rows only where the file has a
+``language`` column; any other file is taken to be in it.
 
 XTREME's processed **test** files have 2 columns (``sentence1, sentence2``): the labels
-are stripped for its leaderboard. A 2-column line in a pair layout is refused, saying
-where labelled copies are (:data:`LABELLED_COPIES`).
+are stripped for its leaderboard. A pair-layout file whose first line has 2 columns is
+refused, saying where labelled copies are (:data:`LABELLED_COPIES`).
 
 Binarized output (``DATA``), one directory per input as fairseq's
 ``sentence_prediction`` reads it::
