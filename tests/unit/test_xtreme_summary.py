@@ -61,7 +61,8 @@ def test_our_scorers_and_summary_equal_evaluate_py_on_xtreme_mock_files(mock_res
     for task, (em, f1) in EVALUATE_PY["qa_averages"].items():
         assert summary.tasks[task].averages == {"exact_match": em, "f1": f1}
     assert summary.categories == {c: EVALUATE_PY[c] for c in S.CATEGORIES}
-    assert summary.overall == EVALUATE_PY["all_task"]
+    # evaluate.py adds the nine in a set's order, which varies with PYTHONHASHSEED
+    assert summary.overall == pytest.approx(EVALUATE_PY["all_task"], rel=1e-15, abs=0)
     assert all(s.complete for s in summary.tasks.values())
 
 
@@ -107,7 +108,8 @@ def test_rendering_one_row_per_checkpoint(mock_results):
     assert lines[2].endswith("| 41.0 | 64.0 | 80.4 | 54.3 | 62.2 |")
     assert lines[3] == "| b | - | 30.7 | " + " | ".join(["-"] * 12) + " |"
     data = json.loads(json.dumps(S.as_json(rows)))
-    assert data["a"]["overall"] == EVALUATE_PY["all_task"] and data["b"]["overall"] is None
+    assert data["a"]["overall"] == pytest.approx(EVALUATE_PY["all_task"], rel=1e-15)
+    assert data["b"]["overall"] is None
     assert data["b"]["tasks"]["xnli"]["missing"] == []
 
 

@@ -137,18 +137,19 @@ def summarize_task(task: str, scores: TaskScores) -> TaskSummary:
 
 def summarize(results: Results) -> Summary:
     """XTREME's summary of ``results`` ({task: {metric: {lang: value}}}, percent)."""
-    tasks = {task: summarize_task(task, results[task]) for task in TASKS if task in results}
     unknown = sorted(set(results) - set(TASKS))
     if unknown:
         raise VecoUserError(
             f"{', '.join(unknown)}: not XTREME tasks (XTREME's: {', '.join(TASKS)})"
         )
+    tasks = {task: summarize_task(task, results[task]) for task in TASKS if task in results}
     complete = {task: s.headline for task, s in tasks.items() if s.complete}
     categories = {
         name: sum(complete[t] for t in members) / len(members)
         for name, members in CATEGORIES.items()
         if all(t in complete for t in members)
     }
+    # evaluate.py sums over a set of task names (its order, so the last bit, varies by run)
     overall = sum(complete[t] for t in TASKS) / len(TASKS) if len(complete) == len(TASKS) else None
     return Summary(tasks, categories, overall)
 
