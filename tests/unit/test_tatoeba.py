@@ -21,6 +21,7 @@ from veco_plugin.corpora import tatoeba as T
 from veco_plugin.corpora.subwords import load_sentencepiece
 from veco_plugin.errors import VecoUserError
 from veco_plugin.evaluation.xtreme_retrieval import XTREME_LAYERS, accuracy, xtreme_layer
+from veco_plugin.xtreme.summary import TASK_LANGS
 
 LASER = f"{REPO}/tests/fixtures/tatoeba"
 MOCK = f"{REPO}/tests/fixtures/xtreme_mock"
@@ -39,6 +40,7 @@ def test_reader_on_laser_files():
     assert pairs["de"].english[0] == "Mary said she didn't know where Tom was."
     assert pairs["de"].sentences[0] == "Maria sagte, sie wisse nicht, wo Tom sei."
     assert len(T.XTREME_CODES) == 36 and T.LASER_CODES["zh"] == "cmn"
+    assert list(T.LASER_CODES) == list(TASK_LANGS["tatoeba"])  # evaluate.py's languages
 
 
 def _xtreme_download(source: str, target: str, out) -> tuple:

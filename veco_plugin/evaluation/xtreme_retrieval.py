@@ -8,13 +8,11 @@ pooling, which side searches which (``third_party/evaluate_retrieval.py``,
 in our numbering (:func:`..models.features.layer_states`: 0 = the embeddings, L = the last
 layer) for an L-layer model with L >= N - 1. :func:`xtreme_layer`:
 
-=============  ===============================  =========  ===========
-task           XTREME's flags                   12 layers  24 layers
-=============  ===============================  =========  ===========
-tatoeba        N 12, i 7 (base); N 24, i 13     8          14
-               (``run_tatoeba.sh``, XLM-R large)
-bucc2018       N 12 (the default), i 7          8          20
-=============  ===============================  =========  ===========
+* tatoeba: ``run_tatoeba.sh`` passes N 12, i 7 (mBERT, 12 layers) -> layer 8; N 24, i 13
+  for XLM-R large (24 layers) -> layer 14 (its XLM-R base branch, the large model's
+  ``DIM 1024`` and N 24, cannot run on base's 768 dimensions: 12 layers read mBERT's 8);
+* bucc2018: ``run_bucc2018.sh`` passes i 7 and leaves N at its default 12 -> layer 8 of 12,
+  layer 20 of 24.
 
 (``evaluate_retrieval.py``'s own defaults, N 12 and i 7, give 8 and 20.) Other depths have
 no XTREME setting: the base model's share, ``round(8 L / 12)``, at least 1.
