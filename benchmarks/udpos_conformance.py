@@ -7,7 +7,9 @@ kept with its labels (salesforce/MPT ``data/udpos/``). Sentences are aligned wit
 difflib (a treebank absent here shows as XTREME sentences left unmatched); a pair of
 aligned sentences that differ is counted by kind (words differ, tags differ: which tags).
 A second table measures what the old reading (multiword tokens split into their words,
-no sentence dropped, words as published) changed on the test files.
+no sentence dropped, words as published) changed on the test files, with a model-free
+proxy of its effect on scores: a unigram tagger (each word's most frequent tag on the
+language's dev split) scored on the test split in each reading.
 
 ::
 
@@ -20,9 +22,9 @@ Prints Markdown tables (examples/xtreme/udpos_conformance.md holds a run's outpu
 import argparse
 import difflib
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from veco_plugin.corpora.tagging import conllu_rows
 from veco_plugin.corpora.ud_xtreme import conllu_language, xtreme_words
@@ -81,26 +83,49 @@ def compare(ours: Sequence[Sentence], theirs: Sequence[Sentence]) -> Comparison:
     return c
 
 
-def reading_effect(paths: Sequence[str]) -> Tuple[int, int, int, int, int, int]:
-    """What XTREME's conversion changes against the reading before it (every syntactic
-    word, multiword ranges and empty nodes skipped, no sentence dropped), over ``paths``:
-    (sentences, dropped, kept sentences whose words differ, their words in the old
-    reading, XTREME's words of the kept sentences, fused tokens among them)."""
-    sentences = dropped = differ = old_words = new_words = fused = 0
+@dataclass
+class Readings:
+    """One language split read twice: ``old``, the reading before XTREME's conversion
+    (every syntactic word, multiword ranges and empty nodes skipped), of the sentences
+    XTREME keeps; ``new``, XTREME's words of the same sentences; ``dropped``: sentences
+    XTREME drops (the old reading scored them); ``fused``: multiword tokens."""
+
+    old: List[Sentence] = field(default_factory=list)
+    new: List[Sentence] = field(default_factory=list)
+    dropped: int = 0
+    fused: int = 0
+
+
+def readings(paths: Sequence[str]) -> Readings:
+    """The two readings of ``paths`` pooled."""
+    r = Readings()
     for path in paths:
         lang = conllu_language(path)
         for _, rows in conllu_rows(path):
-            sentences += 1
             new = xtreme_words(rows, lang)
             if new is None:
-                dropped += 1
+                r.dropped += 1
                 continue
-            old = tuple(r[1] for r in rows if r[0].isdigit())
-            differ += old != new[0]
-            old_words += len(old)
-            new_words += len(new[0])
-            fused += sum(1 for r in rows if "-" in r[0])
-    return sentences, dropped, differ, old_words, new_words, fused
+            words = [row for row in rows if row[0].isdigit()]
+            r.old.append((tuple(w[1] for w in words), tuple(w[3] for w in words)))
+            r.new.append(new)
+            r.fused += sum(1 for row in rows if "-" in row[0])
+    return r
+
+
+def unigram_accuracy(train: Sequence[Sentence], test: Sequence[Sentence]) -> float:
+    """Word accuracy (%) on ``test`` of the tagger that gives a word its most frequent tag
+    in ``train`` (an unseen word: the most frequent tag of all)."""
+    by_word: Dict[str, Counter] = defaultdict(Counter)
+    overall: Counter = Counter()
+    for words, tags in train:
+        for w, t in zip(words, tags):
+            by_word[w][t] += 1
+            overall[t] += 1
+    best = {w: c.most_common(1)[0][0] for w, c in by_word.items()}
+    default = overall.most_common(1)[0][0]
+    pairs = [(w, t) for words, tags in test for w, t in zip(words, tags)]
+    return 100 * sum(best.get(w, default) == t for w, t in pairs) / len(pairs)
 
 
 def percent(part: int, whole: int) -> str:
@@ -114,37 +139,51 @@ def main() -> None:
     p.add_argument("--languages", required=True, help="comma-separated, e.g. en,de,fr")
     args = p.parse_args()
     print(
-        "| file | XTREME sentences | ours | identical (share of XTREME's) | XTREME words "
-        "| tags equal (share) | differences |"
+        "| file | XTREME sentences | ours | identical (share of XTREME's / of ours) "
+        "| XTREME words | tags equal (share) | differences |"
     )
     print("|---|---:|---:|---:|---:|---:|---|")
-    effect = []
+    effect = {}
     for lang, paths in treebank_files(args.ud, args.languages.split(",")).items():
         for split, sentences in language_splits(paths):
             name = f"{split}-{lang}.tsv"
             theirs_path = os.path.join(args.xtreme, name)
             ours = [(s.words, s.tags) for s in sentences]
-            if split == "test":
-                effect.append((name, [p for p in paths if split_of(os.path.basename(p)) == "test"]))
+            if split in ("dev", "test"):
+                effect[lang, split] = readings(
+                    [p for p in paths if split_of(os.path.basename(p)) == split]
+                )
             if not os.path.exists(theirs_path):
                 print(f"| {name} | (absent here) | {len(ours)} | | | | |")
                 continue
             c = compare(ours, read_xtreme(theirs_path))
             print(
-                f"| {name} | {c.xtreme} | {c.ours} | {c.same} ({percent(c.same, c.xtreme)}) "
+                f"| {name} | {c.xtreme} | {c.ours} | {c.same} ({percent(c.same, c.xtreme)} / "
+                f"{percent(c.same, c.ours)}) "
                 f"| {c.words} | {c.tagged_same} ({percent(c.tagged_same, c.words)}) "
                 f"| {c.differences()} |"
             )
     print(
         "\n| test file | sentences | dropped (`_` words) | kept sentences whose words change "
-        "| words, old reading | words, XTREME's | multiword tokens (share of XTREME's words) |"
+        "| words, old reading | of them inside multiword tokens | words, XTREME's "
+        "| multiword tokens | unigram tagger (dev -> test): old reading, XTREME's, difference |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, paths in effect:
-        n, dropped, differ, old_words, new_words, fused = reading_effect(paths)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for (lang, split), r in effect.items():
+        if split != "test":
+            continue
+        n_old, n_new = (sum(len(s[0]) for s in x) for x in (r.old, r.new))
+        inside = n_old - n_new + r.fused  # a token of k words: k - 1 words fewer, k inside
+        differ = sum(o[0] != x[0] for o, x in zip(r.old, r.new))
+        proxy = ""
+        if (lang, "dev") in effect:
+            dev = effect[lang, "dev"]
+            before, after = unigram_accuracy(dev.old, r.old), unigram_accuracy(dev.new, r.new)
+            proxy = f"{before:.2f}, {after:.2f}, {before - after:+.2f}"
         print(
-            f"| {name} | {n} | {dropped} | {differ} ({percent(differ, n - dropped)}) "
-            f"| {old_words} | {new_words} | {fused} ({percent(fused, new_words)}) |"
+            f"| test-{lang}.tsv | {len(r.old) + r.dropped} | {r.dropped} | {differ} "
+            f"({percent(differ, len(r.old))}) | {n_old} | {inside} ({percent(inside, n_old)}) "
+            f"| {n_new} | {r.fused} ({percent(r.fused, n_new)}) | {proxy} |"
         )
 
 
