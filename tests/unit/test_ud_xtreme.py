@@ -132,23 +132,27 @@ def run_cli(capsys, *args):
 
 def test_cli_builds_xtremes_layout_from_treebank_folders(tmp_path, capsys):
     ud = tmp_path / "ud"
-    for folder, files in {
-        "UD_French-FQB": [FQB],
-        "UD_Spanish-AnCora": [ANCORA],
-        "UD_English-ESL": [ESL],
-        "UD_German-GSD": [GSD_DEV],
-    }.items():
-        (ud / folder).mkdir(parents=True)
-        for path in files:  # the treebank's own file name: <lang>_<tb>-ud-<split>.conllu
-            name = os.path.basename(path).replace(".r2.7.excerpt", "")
-            (ud / folder / name).write_bytes(open(path, "rb").read())
+    sentence_283 = f"{FIX}/fr_fqb-ud-test.r2.7.sentence-283.conllu"
+    for folder, name, path in [  # the treebanks' own names: <lang>_<tb>-ud-<split>.conllu
+        ("UD_French-X", "fr_x-ud-test.conllu", sentence_283),  # pooled after fr_fqb (names)
+        ("UD_French-X", "fr_x-ud-notes.conllu", sentence_283),  # names no split: left out
+        ("UD_French-FQB", "fr_fqb-ud-test.conllu", FQB),
+        ("UD_Spanish-AnCora", "es_ancora-ud-test.conllu", ANCORA),
+        ("UD_English-ESL", "en_esl-ud-test.conllu", ESL),  # every sentence dropped
+        ("UD_German-GSD", "de_gsd-ud-dev.conllu", GSD_DEV),
+    ]:
+        (ud / folder).mkdir(parents=True, exist_ok=True)
+        (ud / folder / name).write_bytes(open(path, "rb").read())
     out = tmp_path / "udpos"
     status, err = run_cli(
         capsys, "--ud", str(ud), "--output", str(out), "--languages", "fr,es,de,en"
     )
     assert status == 0, err
     assert sorted(os.listdir(out)) == ["dev-de.tsv", "test-es.tsv", "test-fr.tsv"]
-    assert pairs(read_tagged([str(out / "test-fr.tsv")])) == pairs(read_conllu(FQB))
+    french = read_conllu(FQB) + read_conllu(sentence_283)
+    assert pairs(read_tagged([str(out / "test-fr.tsv")])) == pairs(french)
+    with open(out / "test-es.tsv", encoding="utf-8") as f, open(PAIRS[2][1], encoding="utf-8") as g:
+        assert f.read() + "\n" == g.read()  # XTREME's bytes (its excerpt ends in a blank line)
     status, err = run_cli(capsys, "--ud", str(ud), "--output", str(out), "--languages", "fr")
     assert status == 1 and "not empty" in err
 
@@ -159,6 +163,7 @@ def test_cli_builds_xtremes_layout_from_treebank_folders(tmp_path, capsys):
         ("missing", "fr", "no such folder"),
         ("empty", "fr", "no treebank (UD_*/fr_*.conllu) for fr"),
         ("bad", "fr", "tab-separated columns"),
+        ("latin-1", "fr", "save the file as UTF-8"),
         ("ok", "fr,", "expected codes"),
     ],
 )
@@ -168,6 +173,9 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys, setup, languages, words):
         (ud / "UD_French-X").mkdir(parents=True)
     if setup == "bad":
         (ud / "UD_French-X" / "fr_x-ud-test.conllu").write_text("1\tun\n\n", encoding="utf-8")
+    if setup == "latin-1":
+        row = "1\tété\tété\tNOUN\t_\t_\t0\troot\t_\t_\n\n"
+        (ud / "UD_French-X" / "fr_x-ud-test.conllu").write_bytes(row.encode("latin-1"))
     status, err = run_cli(
         capsys, "--ud", str(ud), "--output", str(tmp_path / "out"), "--languages", languages
     )
