@@ -38,11 +38,26 @@ def checkpoint(pretrain_data, cold_start, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def udpos(checkpoint, tmp_path_factory):
+def benchmark(tmp_path_factory):
+    """XTREME's folders, a task each, in veco-xtreme's layout: udpos (the published
+    excerpts: English train/dev, English and German test) and tatoeba (LASER's files)."""
+    data = tmp_path_factory.mktemp("benchmark")
+    (data / "udpos").mkdir()
+    for name, path in zip(("train-en.tsv", "dev-en.tsv"), UDPOS[1:4:2]):
+        os.symlink(os.path.join(REPO, path), data / "udpos" / name)
+    for value in UDPOS[5::2]:
+        lang, path = value.split("=")
+        os.symlink(os.path.join(REPO, path), data / "udpos" / f"test-{lang}.{path.split('.')[-1]}")
+    os.symlink(os.path.join(REPO, "tests/fixtures/tatoeba"), data / "tatoeba")
+    return data
+
+
+@pytest.fixture(scope="module")
+def udpos(checkpoint, benchmark, tmp_path_factory):
     out = tmp_path_factory.mktemp("xtreme") / "udpos"
     args = ["--task", "udpos", "--checkpoint", f"cold={checkpoint}", "--random-baseline"]
-    args += UDPOS + QUICK + ["--max-length", _positions(checkpoint), "--out", out]
-    return out, args, run("veco-xtreme", args).stdout
+    args += ["--data", benchmark / "udpos"] + QUICK + ["--max-length", _positions(checkpoint)]
+    return out, args + ["--out", out], run("veco-xtreme", args + ["--out", out]).stdout
 
 
 def test_udpos_table_for_the_checkpoint_and_random_initialization(udpos):
@@ -76,6 +91,31 @@ def test_a_rerun_skips_every_finished_stage(udpos):
         assert f"== [{stage}] finished earlier: skipped" in again
     assert "fairseq_cli.train" not in again
     assert again.split("| udpos accuracy")[1] == first.split("| udpos accuracy")[1]
+
+
+def test_all_runs_every_task_under_data_and_prints_xtremes_summary(udpos, benchmark):
+    """--task all: udpos (finished by the fixture: its stamps skip it) and tatoeba (the
+    pre-trained model as it is), then XTREME's summary, one row per checkpoint."""
+    out, args, _ = udpos
+    at = args.index("--data")
+    args = args[:at] + ["--data", benchmark] + args[at + 2 : -2] + ["--out", out.parent]
+    args[1] = "all"
+    proc = run("veco-xtreme", args)
+    assert "== [finetune-cold] finished earlier: skipped" in proc.stdout
+    assert "== veco-xtreme tatoeba: 1 row(s) on the CPU" in proc.stdout
+    tatoeba = json.loads((out.parent / "tatoeba" / "results.json").read_text())
+    assert set(tatoeba["languages"]) == {"de", "fr", "jv", "zh"}  # LASER's four excerpts
+    assert list(tatoeba["rows"]) == ["cold"]  # no random row: nothing is fine-tuned
+    summary = json.loads((out.parent / "results.json").read_text())
+    assert set(summary) == {"cold", "random"}
+    cold = summary["cold"]["tasks"]
+    udpos_f1 = json.loads((out / "results.json").read_text())["rows"]["cold"]["f1"]
+    # the headline is the F1 averaged over XTREME's languages that are here (en, de)
+    assert cold["udpos"]["headline"] == pytest.approx((udpos_f1["en"] + udpos_f1["de"]) / 2)
+    assert "udpos" in cold and "tatoeba" in cold and "tatoeba" not in summary["random"]["tasks"]
+    assert summary["cold"]["overall"] is None  # seven tasks are missing: XTREME gives none
+    table = (out.parent / "results.md").read_text()
+    assert table.startswith("| model | pawsx | xnli | udpos |") and "| cold |" in table
 
 
 def test_a_rerun_with_other_settings_is_refused(udpos):

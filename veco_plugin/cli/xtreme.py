@@ -24,15 +24,17 @@ stamps of finished stages (a re-run skips them: OUT/stamps) and the table
 
 import argparse
 import glob
+import json
 import math
 import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
+from ..outputs import write_text
 from ..quickstart.options import QuickstartError
 from ..quickstart.scheduler import run_resumable
-from ..xtreme import report
+from ..xtreme import report, summary
 from ..xtreme.models import Pretrained, describe, parse_checkpoint, random_twin
 from ..xtreme.recipes import RECIPES, Recipe
 from ..xtreme.stages import (
@@ -46,6 +48,7 @@ from ..xtreme.stages import (
 from .common import check_at_least, run_cli
 
 PROG = "veco-xtreme"
+ALL = "all"
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -55,7 +58,12 @@ def get_parser() -> argparse.ArgumentParser:
         usage="%(prog)s --task TASK --checkpoint NAME=PATH [...] (--data DIR | --train FILE "
         "--dev FILE --test LANG=FILE [...]) --out DIR [options] [-- fairseq-train flags]",
     )
-    p.add_argument("--task", required=True, choices=sorted(RECIPES))
+    p.add_argument(
+        "--task",
+        required=True,
+        choices=sorted(RECIPES) + [ALL],
+        help=f"one task, or {ALL}: every task whose folder is under --data, and XTREME's score",
+    )
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--out", required=True, help="the run directory (a re-run resumes)")
     p.add_argument("--data", help="a folder of train-en.*, dev-en.*, test-LANG.* (XTREME's)")
@@ -99,8 +107,35 @@ def _in_data(data: str, pattern: str) -> List[str]:
     return sorted(glob.glob(os.path.join(glob.escape(data), pattern)))
 
 
+def retrieval_files(args: argparse.Namespace) -> Files:
+    """Tatoeba: ``--test LANG=XXX_FILE,ENG_FILE``, or ``--test LANG`` / every one of
+    XTREME's languages found in ``--data`` (LASER's ``data/tatoeba/v1``)."""
+    from ..corpora.tatoeba import available, laser_files
+
+    for flag in ("train", "dev"):
+        if getattr(args, flag):
+            raise VecoUserError(f"--{flag}: {args.task} fine-tunes nothing: leave it out")
+    if args.data and not os.path.isdir(args.data):
+        raise VecoUserError(f"--data {args.data}: no such directory")
+    tests: Dict[str, Tuple[str, ...]] = {}
+    for value in args.test or (available(args.data) if args.data else []):
+        lang, sep, files = value.partition("=")
+        if not sep and not args.data:
+            raise VecoUserError(f"--test {value}: give LANG=XXX_FILE,ENG_FILE, or --data DIR")
+        paths = _paths(files, f"--test {lang}=") if sep else laser_files(args.data, lang)
+        if len(paths) != 2:
+            raise VecoUserError(f"--test {value}: expected LANG=XXX_FILE,ENG_FILE")
+        tests[lang] = _paths(",".join(paths), f"--test {lang}")
+    if not tests:
+        where = f" (--data {args.data} has no tatoeba.<xxx>-eng.* pair)" if args.data else ""
+        raise VecoUserError(f"--test LANG=XXX_FILE,ENG_FILE or --data DIR is needed{where}")
+    return Files((), (), tests)
+
+
 def files_from(args: argparse.Namespace, recipe: Recipe) -> Files:
     """--train/--dev/--test, completed from --data."""
+    if not recipe.finetune:
+        return retrieval_files(args)
     train, dev, tests = args.train, args.dev, list(args.test)
     if args.data:
         if not os.path.isdir(args.data):
@@ -151,6 +186,16 @@ def check_tests(recipe: Recipe, files: Files) -> None:
 
         for paths in files.tests.values():
             read_squad(paths[0])
+    elif recipe.test_format == "tsv":
+        from ..corpora.xtreme import read_tsv
+
+        for lang, paths in files.tests.items():
+            read_tsv(paths[0], recipe.layout, lang)
+    elif recipe.test_format == "retrieval":
+        from ..corpora.tatoeba import read_pair
+
+        for lang, paths in files.tests.items():
+            read_pair(lang, *paths)
 
 
 def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]) -> Settings:
@@ -209,6 +254,11 @@ def rows_from(args: argparse.Namespace, s: Settings) -> List[Pretrained]:
                 f"{row.positions} positions: pass --max-length {row.positions} (or less)"
             )
         rows.append(row)
+    if args.random_baseline and not RECIPES[args.task].finetune:
+        raise VecoUserError(
+            f"--random-baseline: {args.task} scores pre-trained checkpoints as they are: leave it "
+            "out"
+        )
     if args.random_baseline:
         name = "random"
         if name in [r.name for r in rows]:
@@ -224,20 +274,24 @@ def check_out(out: str) -> None:
         raise VecoUserError(f"--out {out} is a file: give a run directory (new, or to resume)")
 
 
-def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
+def run_task(args: argparse.Namespace, extra: Sequence[str]) -> Tuple[int, Dict[str, Dict]]:
+    """One task's table; its status, and its scores per row (``{metric: {lang: value}}``)."""
     recipe = RECIPES[args.task]
     check_out(args.out)
     files = files_from(args, recipe)
     s = settings_from(args, recipe, extra)
     rows = rows_from(args, s)
-    check_fairseq_flags(finetune_command(recipe, rows[0], args.out, args.out, s))
+    if recipe.finetune:
+        check_fairseq_flags(finetune_command(recipe, rows[0], args.out, args.out, s))
+    elif extra:
+        raise VecoUserError(f"{' '.join(extra)}: {recipe.task} runs no fairseq-train: leave it out")
     check_tests(recipe, files)
     device = f"{s.gpus} GPU(s)" if s.gpus else "the CPU"
     print(f"== {PROG} {recipe.task}: {len(rows)} row(s) on {device}, results in {args.out}")
     stages = pipelines(recipe, rows, files, args.out, s)
     status = run_resumable(args.out, args.jobs, PROG, lambda r: r.run_pipelines(stages))
     if status:
-        return status
+        return status, {}
     langs = list(files.tests)
     scores = {
         r.name: report.read_scores(recipe, scores_path(args.out, r.name), r.name, langs)
@@ -246,7 +300,63 @@ def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     about = {"checkpoints": {r.name: r.path or "random initialization" for r in rows}}
     print("\n" + report.write(args.out, recipe, scores, langs, about))
     print(f"== written: {args.out}/results.md, results.json, results.png")
+    return 0, scores
+
+
+def run_all(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """Every task whose folder is under ``--data`` (``DATA/<task>``: that task's ``--data``),
+    one after the other into ``OUT/<task>``, then XTREME's summary (OUT/results.*). A
+    re-run resumes task by task (each task's stamps); ``--max-length`` goes to the tasks
+    with windows, ``--max-question``/``--doc-stride`` to QA, fairseq-train's flags to the
+    tasks that fine-tune."""
+    if not args.data or not os.path.isdir(args.data):
+        raise VecoUserError(
+            f"--task {ALL} needs --data DIR with a folder per task ({', '.join(summary.TASKS)})"
+        )
+    for flag in ("train", "dev", "test"):
+        if getattr(args, flag):
+            raise VecoUserError(f"--{flag}: files of one task: run that --task alone")
+    tasks = [t for t in summary.TASKS if os.path.isdir(os.path.join(args.data, t))]
+    if not tasks:
+        raise VecoUserError(
+            f"--data {args.data} holds none of XTREME's task folders ({', '.join(summary.TASKS)})"
+        )
+    check_out(args.out)
+    print(f"== {PROG} {ALL}: {', '.join(tasks)} (from {args.data})")
+    results: Dict[str, Dict[str, Dict]] = {}
+    for task in tasks:
+        finetune = RECIPES[task].finetune
+        one = argparse.Namespace(**vars(args))
+        one.task, one.data, one.out = (
+            task,
+            os.path.join(args.data, task),
+            os.path.join(args.out, task),
+        )
+        one.random_baseline = args.random_baseline and finetune
+        # the window settings go to the tasks that have windows (tagging, QA)
+        if not RECIPES[task].max_length:
+            one.max_length = None
+        if RECIPES[task].test_format != "squad":
+            one.max_question = one.doc_stride = None
+        status, scores = run_task(one, extra if finetune else ())
+        if status:
+            return status
+        for name, by_metric in scores.items():
+            results.setdefault(name, {})[task] = by_metric
+    rows = {name: summary.summarize(by_task) for name, by_task in results.items()}
+    table = summary.markdown(rows)
+    write_text(os.path.join(args.out, "results.md"), table)
+    write_text(os.path.join(args.out, "results.json"), json.dumps(summary.as_json(rows), indent=2))
+    report.plot_summary(rows, os.path.join(args.out, "results.png"))
+    print("\n" + table)
+    print(f"== written: {args.out}/results.md, results.json, results.png")
     return 0
+
+
+def main(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
+    if args.task == ALL:
+        return run_all(args, extra)
+    return run_task(args, extra)[0]
 
 
 def split_argv(argv: Sequence[str]) -> Tuple[List[str], List[str]]:

@@ -57,13 +57,16 @@ class Recipe:
     test_format: str = "tagged"
     """what ``--test LANG=FILE`` is: ``tagged`` (CoNLL-U / word<TAB>tag, read raw by the
     scorer), ``squad`` (SQuAD v1.1 JSON, read raw), ``tsv`` (XTREME's TSV, binarized as a
-    split ``test_<lang>``)."""
+    split ``test_<lang>``), ``retrieval`` (LASER's Tatoeba pair ``XXX_FILE,ENG_FILE``, or
+    the language's files under ``--data``)."""
     layout: str = ""
     """``veco-prepare-sentence-prediction --layout`` (tsv tasks)."""
     classes: int = 0
     """label count of a sentence task (``--num-classes``)."""
     metrics: Tuple[str, ...] = ("accuracy",)
     """what the table shows, first the headline."""
+    finetune: bool = True
+    """False: the pre-trained model is scored as it is (XTREME's retrieval tasks)."""
     normalisation: str = ""
     """QA: ``veco-qa-eval --normalisation`` (``squad``: SQuAD v1.1's script in every
     language, as XTREME scores XQuAD and TyDiQA-GoldP; ``mlqa``: MLQA's)."""
@@ -125,6 +128,19 @@ RECIPES: Dict[str, Recipe] = {
                 normalisation=normalisation,
             )
             for task, normalisation in (("xquad", "squad"), ("mlqa", "mlqa"), ("tydiqa", "squad"))
+        ),
+        # XTREME's original Tatoeba protocol (run_tatoeba.sh): the pre-trained model, no
+        # fine-tuning; mean-pooled states of XTREME's layer, cosine nearest neighbour
+        Recipe(
+            "tatoeba",
+            prepare="",
+            evaluate="veco_plugin.cli.tatoeba_eval",
+            fairseq_task="",
+            lr=0.0,
+            epochs=0,
+            max_length=0,
+            test_format="retrieval",
+            finetune=False,
         ),
         Recipe(
             "xnli",

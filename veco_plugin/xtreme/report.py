@@ -8,12 +8,16 @@ The scorers' JSON differ by task; :func:`read_scores` makes them one shape,
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence
 
 from ..outputs import write_text
 from .recipes import Recipe
 
+if TYPE_CHECKING:
+    from .summary import Summary
+
 LABELS = {"accuracy": "accuracy", "f1": "F1", "em": "EM"}
+RULES = {"squad": "SQuAD v1.1's script in every language", "mlqa": "MLQA's script per language"}
 
 
 def read_scores(recipe: Recipe, path: str, name: str, langs: Sequence[str]) -> Dict:
@@ -37,6 +41,10 @@ def markdown(recipe: Recipe, rows: Mapping[str, Dict], langs: Sequence[str]) -> 
             cells = " | ".join(f"{scores[metric][c]:.1f}" for c in columns)
             lines.append(f"| {name} | {cells} |")
         parts.append("\n".join(lines))
+    if recipe.normalisation:  # which rules scored the answers
+        parts.append(
+            f"Answers scored with {RULES[recipe.normalisation]}, as XTREME scores {recipe.task}."
+        )
     return "\n\n".join(parts) + "\n"
 
 
@@ -57,6 +65,33 @@ def plot(recipe: Recipe, rows: Mapping[str, Dict], langs: Sequence[str], path: s
     ax.set_xticks(range(len(columns)), columns)
     ax.set_ylabel(LABELS[metric])
     ax.set_title(f"{recipe.task}: fine-tuned on English, zero-shot on the others")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path + ".part.png", dpi=100)
+    plt.close(fig)
+    os.replace(path + ".part.png", path)
+
+
+def plot_summary(rows: Mapping[str, "Summary"], path: str) -> None:
+    """Grouped bars: each task's headline and the overall score, a bar per checkpoint."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .summary import OVERALL, TASKS
+
+    columns = [*TASKS, OVERALL]
+    width = 0.8 / max(len(rows), 1)
+    fig, ax = plt.subplots(figsize=(1.2 * len(columns) + 2, 3.5))
+    for i, (name, s) in enumerate(rows.items()):
+        values = [s.tasks[t].headline if t in s.tasks else 0.0 for t in TASKS]
+        xs = [c + (i - (len(rows) - 1) / 2) * width for c in range(len(columns))]
+        ax.bar(xs, values + [s.overall or 0.0], width, label=name)
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_ylabel("headline metric")
+    ax.set_title("XTREME: fine-tuned on English, zero-shot on the others")
     ax.grid(axis="y", alpha=0.3)
     ax.legend()
     fig.tight_layout()

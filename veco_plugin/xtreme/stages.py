@@ -107,6 +107,9 @@ def prepare_command(recipe: Recipe, row: Pretrained, files: Files, out: str, s: 
         command += ["--max-question", str(s.max_question), "--doc-stride", str(s.doc_stride)]
     for name, paths in splits.items():
         command += ["--split", f"{name}={','.join(paths)}"]
+        if recipe.test_format == "tsv":  # XNLI-1.0's files hold every language
+            lang = name[len("test_") :] if name.startswith("test_") else "en"
+            command += ["--language", f"{name}={lang}"]
     return command + ["--output", data_dir(out, row, None)]
 
 
@@ -184,6 +187,19 @@ def kept_checkpoint(recipe: Recipe, out: str, name: str) -> str:
 
 def scores_path(out: str, name: str) -> str:
     return os.path.join(out, name, "scores.json")
+
+
+def retrieval_command(recipe: Recipe, row: Pretrained, files: Files, out: str, s: Settings):
+    """The pre-trained checkpoint scored as it is (XTREME's retrieval protocol)."""
+    assert row.path is not None
+    command = _python(recipe.evaluate) + ["--checkpoint", f"{row.name}={row.path}"]
+    command += ["--spm-model", row.spm_model, "--dict", row.dictionary]
+    for lang, paths in files.tests.items():
+        command += ["--test", f"{lang}={','.join(paths)}"]
+    command += ["--predictions", os.path.join(out, row.name, "predictions")]
+    if s.cpu:
+        command.append("--cpu")
+    return command + ["--json", scores_path(out, row.name)]
 
 
 def test_command(recipe: Recipe, row: Pretrained, files: Files, data: str, out: str):
@@ -264,11 +280,21 @@ def finetune_body(save_dir: str, s: Settings):
     return body
 
 
+def _outputs(out: str, row: Pretrained):
+    """The test stage's body: its scores and predictions removed, its command run."""
+    return fresh(scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
+
+
 def pipelines(
     recipe: Recipe, rows: Sequence[Pretrained], files: Files, out: str, s: Settings
 ) -> List[List[Stage]]:
     """One pipeline per row; the random row (no path) runs after the row it copies, on
     that row's DATA."""
+    if not recipe.finetune:
+        return [
+            [Stage(f"test-{r.name}", retrieval_command(recipe, r, files, out, s), _outputs(out, r))]
+            for r in rows
+        ]
     twins = {row.name: rows[0] for row in rows if row.path is None}
     by_name: Dict[str, List[Stage]] = {}
     for row in rows:
@@ -282,8 +308,7 @@ def pipelines(
         save_dir = os.path.join(out, row.name, "checkpoints")
         stages.append(Stage(f"finetune-{row.name}", finetune, finetune_body(save_dir, s)))
         test = test_command(recipe, row, files, data, out)
-        outputs = (scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
-        stages.append(Stage(f"test-{row.name}", test, body=fresh(*outputs)))
+        stages.append(Stage(f"test-{row.name}", test, body=_outputs(out, row)))
         if twin is not None:
             by_name[twin.name] += stages
         else:
