@@ -85,6 +85,7 @@ setup(
             "veco-export-hf = veco_plugin.cli.export_hf:cli_main",
             "veco-retrieve = veco_plugin.cli.retrieve:cli_main",
             "veco-tatoeba-eval = veco_plugin.cli.tatoeba_eval:cli_main",
+            "veco-bucc-eval = veco_plugin.cli.bucc_eval:cli_main",
             "veco-import-hf = veco_plugin.cli.import_hf:cli_main",
             "veco-prepare-pretraining = veco_plugin.cli.prepare_pretraining:cli_main",
             "veco-derive-language = veco_plugin.cli.derive_language:cli_main",

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.helpers.bucc import bucc_folder
 from tests.helpers.runner import REPO, env, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
@@ -40,7 +41,8 @@ def checkpoint(pretrain_data, cold_start, tmp_path_factory):
 @pytest.fixture(scope="module")
 def benchmark(tmp_path_factory):
     """XTREME's folders, a task each, in veco-xtreme's layout: udpos (the published
-    excerpts: English train/dev, English and German test) and tatoeba (LASER's files)."""
+    excerpts: English train/dev, English and German test), tatoeba (LASER's files) and
+    bucc2018 (XTREME's layout made of LASER's German-English pairs, the test gold kept)."""
     data = tmp_path_factory.mktemp("benchmark")
     (data / "udpos").mkdir()
     for name, path in zip(("train-en.tsv", "dev-en.tsv"), UDPOS[1:4:2]):
@@ -49,6 +51,8 @@ def benchmark(tmp_path_factory):
         lang, path = value.split("=")
         os.symlink(os.path.join(REPO, path), data / "udpos" / f"test-{lang}.{path.split('.')[-1]}")
     os.symlink(os.path.join(REPO, "tests/fixtures/tatoeba"), data / "tatoeba")
+    (data / "bucc2018").mkdir()
+    bucc_folder(data / "bucc2018", test_gold=True)
     return data
 
 
@@ -64,6 +68,7 @@ def test_udpos_table_for_the_checkpoint_and_random_initialization(udpos):
     out, _, stdout = udpos
     results = json.loads((out / "results.json").read_text())
     assert list(results["rows"]) == ["cold", "random"] and results["languages"] == ["en", "de"]
+    assert results["headline"] == "f1"  # XTREME reports POS in seqeval's F1
     for name, scores in results["rows"].items():
         assert set(scores) == {"accuracy", "f1"}
         # the table is what the scorer wrote
@@ -94,8 +99,8 @@ def test_a_rerun_skips_every_finished_stage(udpos):
 
 
 def test_all_runs_every_task_under_data_and_prints_xtremes_summary(udpos, benchmark):
-    """--task all: udpos (finished by the fixture: its stamps skip it) and tatoeba (the
-    pre-trained model as it is), then XTREME's summary, one row per checkpoint."""
+    """--task all: udpos (finished by the fixture: its stamps skip it), tatoeba and
+    bucc2018 (the pre-trained model as it is), then XTREME's summary, a row per checkpoint."""
     out, args, _ = udpos
     at = args.index("--data")
     args = args[:at] + ["--data", benchmark] + args[at + 2 : -2] + ["--out", out.parent]
@@ -112,7 +117,11 @@ def test_all_runs_every_task_under_data_and_prints_xtremes_summary(udpos, benchm
     udpos_f1 = json.loads((out / "results.json").read_text())["rows"]["cold"]["f1"]
     # the headline is the F1 averaged over XTREME's languages that are here (en, de)
     assert cold["udpos"]["headline"] == pytest.approx((udpos_f1["en"] + udpos_f1["de"]) / 2)
-    assert "udpos" in cold and "tatoeba" in cold and "tatoeba" not in summary["random"]["tasks"]
+    assert set(cold) == {"udpos", "tatoeba", "bucc2018"} and set(summary["random"]["tasks"]) == {
+        "udpos"
+    }  # nothing is fine-tuned for retrieval: no random row there
+    bucc = json.loads((out.parent / "bucc2018" / "results.json").read_text())["rows"]["cold"]
+    assert cold["bucc2018"]["headline"] == bucc["f1"]["de"]  # the test F1, not the sample's
     assert summary["cold"]["overall"] is None  # seven tasks are missing: XTREME gives none
     table = (out.parent / "results.md").read_text()
     assert table.startswith("| model | pawsx | xnli | udpos |") and "| cold |" in table

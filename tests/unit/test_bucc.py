@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.helpers.bucc import bucc_folder
 from tests.helpers.runner import REPO
-from tests.helpers.tiny_encoder import LASER, write_tiny_encoder
+from tests.helpers.tiny_encoder import write_tiny_encoder
 from tests.helpers.toy import build, random_tokens, toy_dictionary
 from veco_plugin.cli import bucc_eval
 from veco_plugin.errors import VecoUserError
@@ -132,29 +133,6 @@ def test_cls_states_are_the_first_position_of_the_layer():
         torch.testing.assert_close(got[b], extra["inner_states"][1][0, 0], atol=1e-5, rtol=0)
 
 
-def _bucc_folder(out, test_gold: bool):
-    """XTREME's bucc2018 layout (``de-en.{dev,test}.{de,en}``, ``de-en.dev.gold``) made of
-    LASER's real German-English pairs: dev = pairs 1-50, test = pairs 51-100, each English
-    side with 30 unmatched English sentences (LASER's jav-eng) among them."""
-    de = open(f"{LASER}/tatoeba.deu-eng.deu", encoding="utf-8").read().splitlines()
-    en = open(f"{LASER}/tatoeba.deu-eng.eng", encoding="utf-8").read().splitlines()
-    extra = open(f"{LASER}/tatoeba.jav-eng.eng", encoding="utf-8").read().splitlines()
-    for split, rows, others in (
-        ("dev", range(0, 50), extra[:30]),
-        ("test", range(50, 100), extra[30:60]),
-    ):
-        src = [(f"de-{i:09d}", de[i]) for i in rows]
-        trg = [(f"en-{i:09d}", en[i]) for i in rows]
-        trg += [(f"en-{900000 + n:09d}", s) for n, s in enumerate(others)]
-        trg.sort(key=lambda row: row[1])  # the comparable corpus: no line order to lean on
-        for lang, side in (("de", src), ("en", trg)):
-            (out / f"de-en.{split}.{lang}").write_text("".join(f"{i}\t{s}\n" for i, s in side))
-        if split == "dev" or test_gold:
-            gold = "".join(f"de-{i:09d}\ten-{i:09d}\n" for i in rows)
-            (out / f"de-en.{split}.gold").write_text(gold)
-    return out
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return write_tiny_encoder(tmp_path_factory.mktemp("tiny"))
@@ -169,7 +147,7 @@ def _run(tiny, data, out, *extra):
 
 
 def test_bucc_eval_mines_with_the_dev_threshold_and_writes_xtreme_predictions(tiny, tmp_path):
-    data = _bucc_folder(tmp_path, test_gold=True)
+    data = bucc_folder(tmp_path, test_gold=True)
     scores = _run(tiny, data, tmp_path)
     assert scores["layer"] == 1 and set(scores) == {"dev_f1", "threshold", "f1", "layer"}
     predicted = (tmp_path / "pred" / "tiny" / "test-de.tsv").read_text().splitlines()
@@ -195,7 +173,7 @@ def test_bucc_eval_mines_with_the_dev_threshold_and_writes_xtreme_predictions(ti
 
 
 def test_bucc_eval_without_test_gold_and_bad_folders(tiny, tmp_path, caplog):
-    data = _bucc_folder(tmp_path, test_gold=False)
+    data = bucc_folder(tmp_path, test_gold=False)
     assert "f1" not in _run(tiny, data, tmp_path)
     (data / "de-en.dev.gold").unlink()
     with pytest.raises(VecoUserError, match="no xx-en.dev.gold of de, fr, ru, zh"):

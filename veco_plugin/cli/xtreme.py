@@ -132,8 +132,34 @@ def retrieval_files(args: argparse.Namespace) -> Files:
     return Files((), (), tests)
 
 
+def bucc_files(args: argparse.Namespace) -> Files:
+    """BUCC: ``--data`` (XTREME's bucc2018 folder) and ``--test LANG`` (default: those of
+    de, fr, ru, zh whose sample split is there); the test gold is needed for the table."""
+    from ..corpora.bucc import LANGS, path
+
+    if not args.data or not os.path.isdir(args.data):
+        raise VecoUserError(f"--task {args.task} needs --data DIR (XTREME's bucc2018 folder)")
+    langs = args.test or [
+        lang for lang in LANGS if os.path.isfile(path(args.data, lang, "dev", "gold"))
+    ]
+    if not langs:
+        raise VecoUserError(f"--data {args.data} has no xx-en.dev.gold of {', '.join(LANGS)}")
+    for lang in langs:
+        if lang not in LANGS:
+            raise VecoUserError(f"--test {lang}: BUCC 2018's languages are {', '.join(LANGS)}")
+        gold = path(args.data, lang, "test", "gold")
+        if not os.path.isfile(gold):
+            raise VecoUserError(
+                f"{gold}: no such file: XTREME's download withholds BUCC's test gold; put BUCC "
+                "2018's training gold there, or score the sample set alone with veco-bucc-eval"
+            )
+    return Files((), (), {lang: () for lang in langs}, data=args.data)
+
+
 def files_from(args: argparse.Namespace, recipe: Recipe) -> Files:
     """--train/--dev/--test, completed from --data."""
+    if recipe.test_format == "bucc":
+        return bucc_files(args)
     if not recipe.finetune:
         return retrieval_files(args)
     train, dev, tests = args.train, args.dev, list(args.test)
@@ -196,6 +222,12 @@ def check_tests(recipe: Recipe, files: Files) -> None:
 
         for lang, paths in files.tests.items():
             read_pair(lang, *paths)
+    elif recipe.test_format == "bucc":
+        from ..corpora.bucc import read_split
+
+        for lang in files.tests:
+            for split in ("dev", "test"):
+                read_split(files.data, lang, split)
 
 
 def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]) -> Settings:

@@ -58,7 +58,7 @@ class Recipe:
     """what ``--test LANG=FILE`` is: ``tagged`` (CoNLL-U / word<TAB>tag, read raw by the
     scorer), ``squad`` (SQuAD v1.1 JSON, read raw), ``tsv`` (XTREME's TSV, binarized as a
     split ``test_<lang>``), ``retrieval`` (LASER's Tatoeba pair ``XXX_FILE,ENG_FILE``, or
-    the language's files under ``--data``)."""
+    the language's files under ``--data``), ``bucc`` (XTREME's bucc2018 folder, ``--data``)."""
     layout: str = ""
     """``veco-prepare-sentence-prediction --layout`` (tsv tasks)."""
     classes: int = 0
@@ -141,6 +141,20 @@ RECIPES: Dict[str, Recipe] = {
             max_length=0,
             test_format="retrieval",
             finetune=False,
+        ),
+        # run_bucc2018.sh: <s> states of XTREME's layer, ratio-margin mining, the threshold
+        # of the best F1 on BUCC's sample (dev) gold; scored on the test gold
+        Recipe(
+            "bucc2018",
+            prepare="",
+            evaluate="veco_plugin.cli.bucc_eval",
+            fairseq_task="",
+            lr=0.0,
+            epochs=0,
+            max_length=0,
+            test_format="bucc",
+            finetune=False,
+            metrics=("f1", "dev_f1"),
         ),
         Recipe(
             "xnli",

@@ -16,7 +16,7 @@ from .recipes import Recipe
 if TYPE_CHECKING:
     from .summary import Summary
 
-LABELS = {"accuracy": "accuracy", "f1": "F1", "em": "EM"}
+LABELS = {"accuracy": "accuracy", "f1": "F1", "em": "EM", "dev_f1": "sample (dev) F1"}
 RULES = {"squad": "SQuAD v1.1's script in every language", "mlqa": "MLQA's script per language"}
 
 
@@ -105,7 +105,8 @@ def write(
 ) -> str:
     """OUT/results.{md,json,png}; returns the Markdown."""
     table = markdown(recipe, rows, langs)
-    summary: Dict[str, Any] = {"task": recipe.task, "languages": list(langs), "rows": rows}
+    summary: Dict[str, Any] = {"task": recipe.task, "headline": recipe.metrics[0]}
+    summary.update(languages=list(langs), rows=rows)
     write_text(os.path.join(out, "results.json"), json.dumps({**summary, **about}, indent=2))
     write_text(os.path.join(out, "results.md"), table)
     plot(recipe, rows, langs, os.path.join(out, "results.png"))

@@ -84,6 +84,8 @@ class Files:
     train: Tuple[str, ...]
     dev: Tuple[str, ...]
     tests: Dict[str, Tuple[str, ...]]
+    data: str = ""
+    """BUCC: XTREME's bucc2018 folder (each language's files found there)."""
 
 
 def _python(module: str) -> List[str]:
@@ -194,8 +196,10 @@ def retrieval_command(recipe: Recipe, row: Pretrained, files: Files, out: str, s
     assert row.path is not None
     command = _python(recipe.evaluate) + ["--checkpoint", f"{row.name}={row.path}"]
     command += ["--spm-model", row.spm_model, "--dict", row.dictionary]
+    if files.data:
+        command += ["--data", files.data]
     for lang, paths in files.tests.items():
-        command += ["--test", f"{lang}={','.join(paths)}"]
+        command += ["--test", f"{lang}={','.join(paths)}" if paths else lang]
     command += ["--predictions", os.path.join(out, row.name, "predictions")]
     if s.cpu:
         command.append("--cpu")
