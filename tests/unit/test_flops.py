@@ -1,8 +1,6 @@
 """benchmarks/flops.py's FLOP model against torch's FlopCounterMode on a counted step."""
 
-import os
-import sys
-
+import flops  # benchmarks/ is on pytest's pythonpath (pytest.ini)
 import pytest
 from fairseq.criterions import CRITERION_DATACLASS_REGISTRY, CRITERION_REGISTRY
 from fairseq.criterions.masked_lm import MaskedLmConfig
@@ -12,9 +10,6 @@ from torch.utils.flop_counter import FlopCounterMode
 from tests.helpers.toy import ToyTask, build, diagonal_links, pair_batch, toy_dictionary
 from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
 from veco_plugin.objectives import benchmark_variants, build_criterion
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
-import flops  # noqa: E402
 
 TINY = dict(
     encoder_layers=2, encoder_embed_dim=64, encoder_ffn_embed_dim=256, encoder_attention_heads=4

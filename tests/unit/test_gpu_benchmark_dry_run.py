@@ -16,7 +16,6 @@ STAGES = ["base_bf16", "base_fp16", "large_bf16", "max_tokens", "profile", "test
 
 
 def load(name):
-    sys.path.insert(0, BENCHMARKS)
     spec = importlib.util.spec_from_file_location(f"bench_{name}", f"{BENCHMARKS}/{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
