@@ -157,7 +157,7 @@ OBJECTIVES: Tuple[Objective, ...] = (
     ),
     Objective(
         "dict_mlm",
-        "DICT-MLM (dict_mlm: MLM, targets 50% dictionary translations)",
+        "DICT-MLM (dict_mlm: MLM, inputs 50% code-switched by the dictionary)",
         run="dictmlm",
         quickstart_opt_in=True,
         note="the quickstart gives every pre-training the bitext, so dict_mlm also trains "

@@ -18,9 +18,10 @@ def toy_word_list(path) -> None:
     save_resolved(ResolvedDictionary.from_pieces(words, ids, d.pad()), str(path))
 
 
-def table_criterion(name: str, d, tmp_path):
+def table_criterion(name: str, d, tmp_path, **extra):
     """The criterion ``name`` with its objectives-table settings, its word lists (train,
-    heldout) a toy list written to ``tmp_path`` and its save dir under it."""
+    heldout) a toy list written to ``tmp_path`` and its save dir under it; ``extra``
+    settings last."""
     pieces = [((5,), (6,)), ((7,), (8, 9)), ((10, 11), (12,))]
     words = [(f"s{i}", f"t{i}") for i in range(len(pieces))]
     for split in ("train", "heldout"):
@@ -30,4 +31,4 @@ def table_criterion(name: str, d, tmp_path):
     settings = objective(name).criterion_settings(word_list=str(tmp_path))
     if "save_dir" in CRITERION_DATACLASS_REGISTRY[name].__dataclass_fields__:
         settings["save_dir"] = str(tmp_path / "ck")
-    return build_criterion(name, ToyTask(d), **settings)
+    return build_criterion(name, ToyTask(d), **settings, **extra)

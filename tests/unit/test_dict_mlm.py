@@ -1,5 +1,7 @@
-"""``dict_mlm`` (DICT-MLM, ALIGN-MLM App. G.4): MLM whose target at a masked position is,
-with probability p, the token's dictionary translation when it has one."""
+"""``dict_mlm`` (DICT-MLM): ``code_switch`` (ALIGN-MLM's authors' collator: a selected input
+token shows its dictionary translation with probability p, the target the original) and
+``synonym_target`` (Chaudhary et al.: the target at a masked position is, with probability
+p, the token's translation when it has one)."""
 
 import math
 
@@ -19,7 +21,11 @@ from veco_plugin.errors import VecoUserError
 from veco_plugin.models.requests import PlugOut
 from veco_plugin.objectives import build_criterion, objective
 from veco_plugin.quickstart import options, stages
-from veco_plugin.terms.dictionary_mlm import dictionary_targets, translation_table
+from veco_plugin.terms.dictionary_mlm import (
+    code_switched_inputs,
+    dictionary_targets,
+    translation_table,
+)
 
 # toy word list: single pieces both ways, a two-piece side (skipped), a repeated source
 PAIRS = [
@@ -48,17 +54,22 @@ def word_list(tmp_path):
     return _write(toy_dictionary(), tmp_path / "train.tsv")
 
 
+SYNONYM = {"dict_mlm_mode": "synonym_target"}
+
+
 def _criterion(name, d, word_list, **settings):
     if name != "tlm":
         settings.setdefault("align_dictionary", str(word_list))
     return build_criterion(name, ToyTask(d), **settings)
 
 
-def _masked_logits(model, batch):
-    """(M, V) LM logits at the masked positions, row-major, and their original targets."""
+def _masked_logits(model, batch, tokens=None):
+    """(M, V) LM logits at the masked positions, row-major, and their original targets;
+    ``tokens``: the input (default: the batch's masked one)."""
     target = batch["pair_target"]
     masked = target.ne(toy_dictionary().pad())
-    logits = model(requests={"p": PlugOut(batch["pair_tokens"], masked)})["p"].logits
+    tokens = batch["pair_tokens"] if tokens is None else tokens
+    logits = model(requests={"p": PlugOut(tokens, masked)})["p"].logits
     return logits, target[masked]
 
 
@@ -108,25 +119,111 @@ def test_prob_zero_changes_nothing_and_prob_one_swaps_every_translatable_target(
     assert dictionary_targets(target, table, 1.0)[0].tolist() == expected
 
 
+def test_code_switch_on_a_real_batch_changes_only_selected_positions_in_the_shares():
+    """The task's masked batch (80/10/10 on 30 %), half of the ordinary tokens with a
+    translation: of the selected positions about half are switched (to the translation,
+    or left as the original token when it has none), the rest keep the task's 80/10/10;
+    nothing else changes and the labels are untouched."""
+    d = toy_dictionary()
+    ordinary = list(range(d.nspecial, d.index("<mask>")))
+    table = translation_table(list(zip(ordinary[:24:2], ordinary[1:24:2])), len(d))
+    batch = pair_batch(d, n_pairs=400, seed=5)
+    tokens, target = batch["pair_tokens"], batch["pair_target"]
+    label_copy = target.clone()
+    switched_input, switched, swap = code_switched_inputs(
+        tokens, target, table, 0.5, d.pad(), torch.Generator().manual_seed(2)
+    )
+    assert torch.equal(target, label_copy)  # the labels stay the originals
+    selected = target.ne(d.pad())
+    assert not switched[~selected].any()
+    assert torch.equal(switched_input[~selected], tokens[~selected])  # only selected change
+    has = table[target].ne(target) & selected
+    # switched: the translation where there is one, else the original token, unmasked
+    assert torch.equal(switched_input[switched & has], table[target[switched & has]])
+    assert torch.equal(switched_input[switched & ~has], target[switched & ~has])
+    assert torch.equal(swap, switched & has)
+    # the other selected positions keep the task's input
+    rest = selected & ~switched
+    assert torch.equal(switched_input[rest], tokens[rest])
+
+    def within(k, n, p):  # Binomial(n, p) within 5 sigma
+        return abs(k - p * n) < 5 * math.sqrt(n * p * (1 - p))
+
+    n = int(selected.sum())
+    assert n > 1500
+    assert within(int(switched.sum()), n, 0.5)
+    assert within(int(swap.sum()), int(has.sum()), 0.5)
+    m = int(rest.sum())
+    masked = int((switched_input[rest] == d.index("<mask>")).sum())
+    kept = int((switched_input[rest] == target[rest]).sum())
+    assert within(masked, m, 0.8)
+    assert within(kept, m, 0.1 + 0.1 / len(ordinary))  # kept, or drawn as itself
+    assert within(m - masked - kept, m, 0.1 * (1 - 1 / len(ordinary)))
+
+
 # ------------------------------------------------------------------------ the criterion
 
 
-def test_prob_zero_is_masked_lm_exactly(word_list):
+@pytest.mark.parametrize("mode", ["code_switch", "synonym_target"])
+def test_prob_zero_is_masked_lm_exactly(word_list, mode):
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0).eval()
     sample = {"mono": pair_batch(d, seed=0)}
-    loss, size, log = _criterion("dict_mlm", d, word_list, dict_mlm_prob=0.0)(model, sample)
+    settings = dict(dict_mlm_prob=0.0, dict_mlm_mode=mode)
+    loss, size, log = _criterion("dict_mlm", d, word_list, **settings)(model, sample)
     mlm, mlm_size, mlm_log = _criterion("tlm", d, word_list)(model, sample)
     assert torch.equal(loss, mlm) and torch.equal(size, mlm_size)
     assert torch.equal(log["mono_dict_loss"], mlm_log["mono_mlm_loss"])
     assert int(log["dict_swapped"]) == 0
 
 
+def test_code_switch_loss_is_the_model_on_the_switched_input_against_the_originals(
+    word_list,
+):
+    d = toy_dictionary()
+    model = build("veco_tiny", d, seed=0).eval()
+    batch = pair_batch(d, n_pairs=12, seed=3)
+    criterion = _criterion("dict_mlm", d, word_list, seed=7)
+    loss, size, log = criterion(model, {"mono": batch})
+    again, _, _ = criterion(model, {"mono": batch})
+    assert torch.equal(loss, again)  # the valid loss depends on the model alone
+
+    tokens, switched, swap = code_switched_inputs(
+        batch["pair_tokens"], batch["pair_target"], _table(d), 0.5, d.pad(),
+        torch.Generator().manual_seed(7),
+    )  # fmt: skip
+    assert int(swap.sum()) > 0 and int(switched.sum()) > int(swap.sum())
+    logits, original = _masked_logits(model, batch, tokens)
+    torch.testing.assert_close(loss, F.cross_entropy(logits.float(), original, reduction="sum"))
+    assert size == original.numel()
+    assert int(log["dict_swapped"]) == int(swap.sum())
+    target = batch["pair_target"]
+    assert int(log["dict_translatable"]) == int(_table(d)[target].ne(target).sum())
+
+
+def test_code_switch_carries_the_translations_language(word_list):
+    """With language embeddings, a swapped token is embedded with its translation's
+    language vector: the token's language is a lookup by the token."""
+    d = toy_dictionary()
+    model = build("veco_tiny", d, seed=0, language_embeddings=2).eval()
+    embed = model.encoder.sentence_encoder.embed_tokens
+    language = torch.full((len(d),), -1)
+    language[d.index("w1")], language[d.index("w2")] = 0, 1
+    embed.set_languages(language)
+    tokens = torch.tensor([[d.index("w1")]])
+    target = tokens.clone()
+    table = _table(d)
+    switched, _, swap = code_switched_inputs(tokens, target, table, 1.0, d.pad())
+    assert switched.tolist() == [[d.index("w2")]] and swap.all()
+    expected = embed.weight[d.index("w2")] + embed.languages.weight[1]
+    torch.testing.assert_close(embed(switched)[0, 0], expected)
+
+
 def test_prob_one_loss_is_cross_entropy_against_every_translation(word_list):
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0).eval()
     batch = pair_batch(d, n_pairs=12, seed=3)
-    loss, size, log = _criterion("dict_mlm", d, word_list, dict_mlm_prob=1.0)(
+    loss, size, log = _criterion("dict_mlm", d, word_list, dict_mlm_prob=1.0, **SYNONYM)(
         model, {"mono": batch}
     )
     logits, original = _masked_logits(model, batch)
@@ -143,7 +240,7 @@ def test_prob_half_at_validation_is_the_hand_swap_with_the_seeded_draws(word_lis
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0).eval()
     batch = pair_batch(d, n_pairs=12, seed=3)
-    criterion = _criterion("dict_mlm", d, word_list, seed=7)
+    criterion = _criterion("dict_mlm", d, word_list, seed=7, **SYNONYM)
     loss, _, log = criterion(model, {"mono": batch})
     again, _, _ = criterion(model, {"mono": batch})
     assert torch.equal(loss, again)  # the valid loss depends on the model alone
@@ -158,10 +255,11 @@ def test_prob_half_at_validation_is_the_hand_swap_with_the_seeded_draws(word_lis
     assert int(log["dict_swapped"]) == int(swapped.ne(target).sum())
 
 
-def test_training_draws_follow_the_seeded_global_generator(word_list):
+@pytest.mark.parametrize("mode", ["code_switch", "synonym_target"])
+def test_training_draws_follow_the_seeded_global_generator(word_list, mode):
     d = toy_dictionary()
     model = build("veco_tiny", d, seed=0).train()
-    criterion = _criterion("dict_mlm", d, word_list)
+    criterion = _criterion("dict_mlm", d, word_list, dict_mlm_mode=mode)
     sample = {"mono": pair_batch(d, n_pairs=12, seed=3)}
     losses = []
     for seed in (1, 1, 2):
@@ -196,7 +294,7 @@ def test_token_pairs_file_is_looked_up_in_the_dictionary(tmp_path):
     assert [i for _, _, i in read_token_pairs(str(path), d)] == ids
     model = build("veco_tiny", d, seed=0).eval()
     batch = pair_batch(d, n_pairs=12, seed=3)
-    settings = dict(align_dictionary_pieces=True, dict_mlm_prob=1.0)
+    settings = dict(align_dictionary_pieces=True, dict_mlm_prob=1.0, **SYNONYM)
     _, _, log = _criterion("dict_mlm", d, path, **settings)(model, {"mono": batch})
     _, original = _masked_logits(model, batch)
     pieces = {d.index(w) for w in ("w1", "w2", "w3", "w4")}

@@ -30,7 +30,8 @@ from veco_plugin.objectives import WORD_ALIGNMENTS, objective
 
 PLUGIN = os.path.join("veco_plugin", "")
 SYNCING = ("item", "cpu", "tolist", "numpy", "__bool__", "__int__", "__float__")
-CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam", "dict_mlm")
+CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam", "dict_mlm", "dict_mlm:synonym_target")
+"""criteria with their table settings; ``name:mode``: with ``--dict-mlm-mode mode``."""
 aten = torch.ops.aten
 DATA_DEPENDENT = (
     aten.nonzero.default,
@@ -43,7 +44,8 @@ DATA_DEPENDENT = (
 def step(name, tmp_path, device="cpu"):
     """A function running one training step (forward + backward) of ``name``."""
     d = toy_dictionary()
-    criterion = table_criterion(name, d, tmp_path)
+    name, _, mode = name.partition(":")
+    criterion = table_criterion(name, d, tmp_path, **({"dict_mlm_mode": mode} if mode else {}))
     model = build("veco_tiny", d, dropout=0.1, attention_dropout=0.1)
     criterion.extend_model(model)
     model.to(device).train()
