@@ -68,7 +68,20 @@ fi
 # re-run) it would print "ERROR: pip's dependency resolver ..." for the torchaudio left out;
 # the `pip check` below checks every installed package instead, and prints all it finds but
 # that one omission.
-"${PIP[@]}" install -q --no-warn-conflicts -e "$ROOT[test]" "$TORCH_SPEC" "${FAIRSEQ_RUNTIME_REQS[@]}"
+# setuptools' build backend, building the editable wheel, emits a notice that pip relays on
+# stderr as a box (`BuildBackendWarning: Editable installation.` and ten lines of `!!` and
+# `****` saying that a folder named like the package in the working directory may shadow it):
+# information, not a problem, so that box alone is dropped; any other line still reaches stderr.
+quiet_editable_notice() {
+  awk '
+    /BuildBackendWarning: Editable installation\.$/ { box = 1; next }
+    box && (/^[[:space:]]*(!!|\*+)?[[:space:]]*$/ || /Please be careful with folders in your working directory/ \
+            || /name as your package as they may take precedence during imports/ \
+            || /with strategy, WheelFile\(/) { next }
+    { box = 0; print; fflush() }'
+}
+"${PIP[@]}" install -q --no-warn-conflicts -e "$ROOT[test]" "$TORCH_SPEC" "${FAIRSEQ_RUNTIME_REQS[@]}" \
+  2> >(quiet_editable_notice >&2)
 if [[ -n $BUILD_PID ]]; then
   # --no-deps: fairseq's metadata asks for torchaudio (which drags in a CUDA torch).
   wait "$BUILD_PID" || { BUILD_PID=; echo "setup-env.sh: building $FAIRSEQ_SPEC failed (pip's error above)" >&2; exit 1; }

@@ -33,7 +33,7 @@ fi
 echo "$*" >> "$log"
 case "$1 $2 $3" in
   "-m pip check") printf '%s\n' "$STUB_PIP_CHECK"; exit 1 ;;
-  "-m pip install") exit 0 ;;
+  "-m pip install") [[ "$*" != *" -e "* ]] || printf '%s' "${STUB_EDITABLE_STDERR-}" >&2; exit 0 ;;
 esac
 case "$2" in
   "import sys; sys.exit"*) exit 0 ;;  # Python >= 3.11: fairseq-fixed
@@ -109,6 +109,30 @@ def test_pip_check_prints_everything_but_torchaudio(venv):
     proc = _setup(venv, STUB_PIP_CHECK=f"{TORCHAUDIO}\n{other}")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines() == [other]
+
+
+# what pip relayed from setuptools' build backend on a cold `make setup` (issue 40)
+EDITABLE_BOX = """\
+  /tmp/pip-build-env-x/overlay/lib/python3.11/site-packages/setuptools/command/editable_wheel.py:354: BuildBackendWarning: Editable installation.
+  !!
+
+          ********************************************************************************
+          Please be careful with folders in your working directory with the same
+          name as your package as they may take precedence during imports.
+          ********************************************************************************
+
+  !!
+    with strategy, WheelFile(wheel_path, "w") as wheel_obj:
+"""  # noqa: E501
+
+
+def test_setuptools_editable_notice_is_dropped_and_nothing_else(venv):
+    real = "WARNING: a real problem pip reports"
+    proc = _setup(venv, STUB_EDITABLE_STDERR=f"{real}\n{EDITABLE_BOX}ERROR: another\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [real, "ERROR: another"]
+    proc = _setup(venv, STUB_EDITABLE_STDERR=EDITABLE_BOX)
+    assert proc.stderr == "" and "ok: torch" in proc.stdout
 
 
 def test_a_failed_build_fails_the_setup(venv):
