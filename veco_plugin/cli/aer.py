@@ -42,6 +42,7 @@ logger = logging.getLogger("veco_plugin.cli.aer")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog="example: veco-aer gold.talp test.align --gold-format naacl",
         prog="veco-aer",
         description="Score word alignments against a gold standard with sure and possible "
         "links: precision, recall, F1 and alignment error rate (Och & Ney 2003), summed "

@@ -35,6 +35,10 @@ _FILE_FLAGS = ("path", "spm_model", "bpe_codes", "dict", "src", "tgt", "output")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-align --path xlmr.base/model.pt --src test.en --tgt test.de "
+            "--output test.align"
+        ),
         prog="veco-align",
         description="Word-align line-aligned, whitespace-tokenized sentence pairs with the "
         "hidden states of a pre-trained encoder (XLM-Align §3.1). Each pair is encoded as in "

@@ -58,6 +58,10 @@ def resolve_inputs(args: argparse.Namespace) -> List[str]:
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-average-checkpoints --inputs checkpoints/wmt14_en-de "
+            "--num-update-checkpoints 10 --output averaged.pt"
+        ),
         prog="veco-average-checkpoints",
         description="Average the parameters of fairseq checkpoints (last N by update "
         "or epoch, or an explicit list) into one checkpoint fairseq-generate can load.",

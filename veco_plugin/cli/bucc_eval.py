@@ -39,7 +39,13 @@ logger = logging.getLogger("veco_plugin.cli.bucc_eval")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-bucc-eval --checkpoint veco=PRE/checkpoint_best.pt --data " "bucc2018/"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--data", required=True, help="XTREME's bucc2018 download folder")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", default=None, metavar="LANG", choices=LANGS)

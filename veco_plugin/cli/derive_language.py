@@ -29,7 +29,14 @@ PROG = "veco-derive-language"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-derive-language --spm-model en.model --output derived --text "
+            "mono.en --tagged train-en.tsv"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--spm-model", required=True, help="sentencepiece model of English")
     p.add_argument(
         "--dict",

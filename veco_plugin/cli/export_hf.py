@@ -29,6 +29,7 @@ logger = logging.getLogger("veco_plugin.cli.export_hf")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog="example: veco-export-hf --path PRE/checkpoint_best.pt --output hf/veco",
         prog="veco-export-hf",
         description="Write the plug-out encoder of a checkpoint (veco: ca_mlm, tlm, dwa, "
         "align_mlm, ...; or fairseq RoBERTa/XLM-R) and its tied LM head as a Hugging Face "

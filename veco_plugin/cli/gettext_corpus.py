@@ -30,6 +30,7 @@ PROG = "veco-gettext-corpus"
 
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        epilog="example: veco-gettext-corpus --tgt-lang de --output data/gettext",
         prog=PROG,
         description="Build an English-X parallel corpus (train/valid/test split by "
         "catalog, plus monolingual sides) from gettext .mo catalogs.",

@@ -26,6 +26,7 @@ PROG = "veco-gettext-dictionary"
 
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        epilog="example: veco-gettext-dictionary --tgt-lang de --output WORDS",
         prog=PROG,
         description="Extract an English-X word dictionary (MUSE layout, train/held-out "
         "split by English word) from the single-word entries of gettext .mo catalogs.",

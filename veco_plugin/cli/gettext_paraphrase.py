@@ -23,7 +23,13 @@ PROG = "veco-gettext-paraphrase"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-gettext-paraphrase --corpus de=data/gettext --output " "data/paraphrase"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--corpus", action="append", required=True, metavar="LANG=DIR")
     p.add_argument("--train-lang", default="de", help="corpus of train/valid/test_en")
     p.add_argument("--output", required=True)

@@ -30,6 +30,7 @@ logger = logging.getLogger("veco_plugin.cli.import_hf")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog="example: veco-import-hf hf/xlm-align-base --out xlm-align.base",
         prog=PROG,
         description="Write a Hugging Face XLM-R-layout directory (XLMRobertaForMaskedLM, "
         "XLMRobertaModel or XLMRobertaForSequenceClassification; config.json, "

@@ -56,6 +56,10 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-init-nmt --pretrained PRE/checkpoint_best.pt --output "
+            "init/checkpoint_init.pt --decoder-layers last:6"
+        ),
         prog="veco-init-nmt",
         description="Map a veco (or XLM-R/RoBERTa) checkpoint onto a veco_transformer "
         "encoder-decoder checkpoint that fairseq-train --restore-file and fairseq-generate "

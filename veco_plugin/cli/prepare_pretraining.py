@@ -48,6 +48,10 @@ SETTINGS_FLAGS = (
 
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-prepare-pretraining --text TEXT --out DATA --shards 64 "
+            "--workers 8 --vocab-size 250000"
+        ),
         prog=PROG,
         description="Prepare a sharded veco_pretraining DATA (joint sentencepiece model, "
         "dict.txt, binarized mono/ and bi/ per shard) from a folder of text.",

@@ -36,7 +36,15 @@ SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-prepare-sentence-prediction --layout xnli --spm-model "
+            "PRE/spm.model --dict PRE/dict.txt --output data/xnli-bin --split "
+            "train=train-en.tsv --split test_de=test-de.tsv"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--layout", required=True, choices=sorted(LAYOUTS))
     p.add_argument("--spm-model", required=True, help="sentencepiece model of the checkpoint")
     p.add_argument("--dict", required=True, help="dict.txt of the checkpoint")

@@ -24,7 +24,15 @@ PROG = "veco-prepare-tagging"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-prepare-tagging --spm-model PRE/spm.model --dict PRE/dict.txt "
+            "--output data/udpos-bin --split train=udpos/train-en.tsv --split "
+            "valid=udpos/dev-en.tsv"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--spm-model", required=True, help="sentencepiece model of the checkpoint")
     p.add_argument("--dict", required=True, help="dict.txt of the checkpoint")
     p.add_argument("--output", required=True, help="DATA directory to write (new)")

@@ -26,7 +26,13 @@ PROG = "veco-prepare-udpos"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-prepare-udpos --ud ud-treebanks-v2.5 --output udpos " "--languages de,fr"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--ud", required=True, help="folder of UD_<Language>-<Treebank> folders")
     p.add_argument("--output", required=True, help="folder to write (new or empty)")
     p.add_argument(

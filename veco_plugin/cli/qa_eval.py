@@ -42,7 +42,14 @@ PROG = "veco-qa-eval"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-qa-eval --data data/qa-bin --checkpoint "
+            "veco=checkpoints/checkpoint_best.pt --test de=xquad.de.json"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--data", required=True, help="veco-prepare-span-qa's DATA")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", required=True, metavar="LANG=FILE.json")

@@ -49,6 +49,10 @@ logger = logging.getLogger("veco_plugin.cli.reduce_vocab")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-reduce-vocab --dict PRE/dict.txt --data train.spm.en "
+            "train.spm.de --output-dir reduced"
+        ),
         prog="veco-reduce-vocab",
         description="Keep only the pre-trained dictionary rows that the fine-tuning data "
         "uses; writes dict.txt and vocab_map.tsv for veco-init-nmt --vocab-map.",

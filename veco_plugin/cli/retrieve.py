@@ -53,6 +53,10 @@ _FILE_FLAGS = ("path", "spm_model", "dict", "src", "tgt", "json")
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-retrieve --path PRE/checkpoint_best.pt --src test.en --tgt "
+            "test.de --scoring margin"
+        ),
         prog="veco-retrieve",
         description="Top-1 retrieval accuracy between two line-aligned files of raw "
         "sentences (Tatoeba-style, both directions): each sentence is embedded alone by the "

@@ -40,7 +40,14 @@ logger = logging.getLogger("veco_plugin.cli.sentence_prediction_eval")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-sentence-eval --data data/xnli-bin --checkpoint "
+            "veco=checkpoints/checkpoint_best.pt --splits test_de"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--data", required=True, help="binarized DATA (input0/, label/, ...)")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--splits", default="test_en,test_de,test_fr")

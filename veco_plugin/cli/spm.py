@@ -32,7 +32,14 @@ PROG = "veco-spm"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="sentencepiece on text files")
+    parser = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-spm train --model-prefix DATA/spm --vocab-size 32000 "
+            "TEXT/train.en TEXT/train.de"
+        ),
+        prog=PROG,
+        description="sentencepiece on text files",
+    )
     parser.add_argument("--prog", default=PROG, help="name shown in error lines")
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -41,7 +41,14 @@ logger = logging.getLogger("veco_plugin.cli.tag_eval")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-tag-eval --data data/udpos-bin --checkpoint "
+            "veco=checkpoints/checkpoint_best.pt --test de=udpos/test-de.tsv"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--data", required=True, help="veco-prepare-tagging's DATA")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", required=True, metavar="LANG=FILE[,FILE...]")

@@ -41,7 +41,14 @@ logger = logging.getLogger("veco_plugin.cli.tatoeba_eval")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-tatoeba-eval --checkpoint veco=PRE/checkpoint_best.pt --data "
+            "LASER/data/tatoeba/v1"
+        ),
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--data", default=None, help="LASER's data/tatoeba/v1 folder")
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument(

@@ -46,7 +46,12 @@ SCORE_FLAGS = (
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=wmt14.PROG, description="Text stages of the WMT14 En-De / En-Fr pipeline."
+        epilog=(
+            "example: veco-wmt14 prepare --pair en-de --raw-dir wmt14/orig --work-dir "
+            "wmt14/work --dest-dir data-bin/wmt14_en_de --spm-model PRE/spm.model"
+        ),
+        prog=wmt14.PROG,
+        description="Text stages of the WMT14 En-De / En-Fr pipeline.",
     )
     parser.add_argument("--prog", default=wmt14.PROG, help="name shown in error lines")
     sub = parser.add_subparsers(dest="command", required=True)

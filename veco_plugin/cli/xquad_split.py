@@ -20,7 +20,11 @@ PROG = "veco-xquad-split"
 
 
 def get_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        epilog="example: veco-xquad-split --xquad xquad/ --out data/xquad-split",
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--xquad", required=True, help="folder of xquad.<lang>.json (deepmind/xquad)")
     p.add_argument("--out", required=True, help="folder to write (new or empty)")
     p.add_argument("--dev-articles", type=int, default=4, help="[%(default)s]")

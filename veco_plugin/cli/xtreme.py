@@ -53,6 +53,10 @@ ALL = "all"
 
 def get_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        epilog=(
+            "example: veco-xtreme --task udpos --checkpoint veco=PRE/checkpoint_best.pt "
+            "--data udpos/ --out runs/udpos"
+        ),
         prog=PROG,
         description=__doc__.split("\n\n")[0],
         usage="%(prog)s --task TASK --checkpoint NAME=PATH [...] (--data DIR | --train FILE "
