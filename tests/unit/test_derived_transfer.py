@@ -1,6 +1,7 @@
 """veco-derived-transfer's math: the alignment score equals a brute-force count, Spearman's
 ρ equals scipy's (and hand-computed values), Δ and the table, the TLM draw, bad flags."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -9,33 +10,41 @@ import random
 import pytest
 import torch
 
+from tests.helpers.toy import model_args
 from veco_plugin.cli import derived_transfer as cli
 from veco_plugin.corpora.derived import MARKER
 from veco_plugin.derived_transfer import report
 from veco_plugin.derived_transfer import stages as st
 from veco_plugin.derived_transfer.alignment_score import (
+    SAMPLE,
     aligned_mask,
     alignment_score,
+    sample_rows,
+    score_checkpoint,
     token_pairs,
 )
 from veco_plugin.derived_transfer.stages import split_lines
 from veco_plugin.errors import VecoUserError
 
 
-def brute_force(emb, english, copies):
-    """The definition, one pair at a time with Python floats."""
-    aligned = 0
+def brute_marks(emb, english, copies):
+    """The definition, one pair at a time with Python floats: per English token, whether
+    its own copy is strictly the most similar of ``copies``."""
+
+    def cos(a, b):
+        x, y = emb[a].tolist(), emb[b].tolist()
+        dot = sum(p * q for p, q in zip(x, y))
+        return dot / (math.sqrt(sum(p * p for p in x)) * math.sqrt(sum(q * q for q in y)))
+
+    marks = []
     for i, e in enumerate(english):
-
-        def cos(a, b):
-            x, y = emb[a].tolist(), emb[b].tolist()
-            dot = sum(p * q for p, q in zip(x, y))
-            return dot / (math.sqrt(sum(p * p for p in x)) * math.sqrt(sum(q * q for q in y)))
-
         own = cos(e, copies[i])
-        if all(own > cos(e, c) for j, c in enumerate(copies) if j != i):
-            aligned += 1
-    return aligned
+        marks.append(all(own > cos(e, c) for j, c in enumerate(copies) if j != i))
+    return marks
+
+
+def brute_force(emb, english, copies):
+    return sum(brute_marks(emb, english, copies))
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -73,6 +82,77 @@ def test_token_pairs_skip_specials_copies_and_tokens_that_never_occur():
                MARKER + "▁c", "<mask>"]  # fmt: skip
     english, copies = token_pairs(symbols, 4, occurring={4, 6, 7, 9, 10})
     assert english.tolist() == [4, 6] and copies.tolist() == [7, 9]
+    english, copies = token_pairs(symbols, 4)  # the whole vocabulary
+    assert english.tolist() == [4, 5, 6] and copies.tolist() == [7, 8, 9]
+
+
+def test_scoring_a_sample_of_rows_is_the_whole_mask_at_those_rows():
+    g = torch.Generator().manual_seed(3)
+    emb = torch.randn(60, 6, generator=g)
+    english, copies = torch.arange(4, 32), torch.arange(32, 60)
+    emb[copies[::2]] = emb[english[::2]] + 0.2 * emb[copies[::2]]
+    rows = sample_rows(len(english), SAMPLE, seed=1)
+    assert len(rows) == round(0.4 * 28) and len(set(rows.tolist())) == len(rows)
+    assert torch.equal(rows, sample_rows(len(english), SAMPLE, seed=1))
+    whole = aligned_mask(emb, english, copies)
+    assert torch.equal(aligned_mask(emb, english, copies, chunk=3, rows=rows), whole[rows])
+
+
+def write_checkpoint(path, emb, languages=None, token_language=None):
+    """A fairseq-shaped checkpoint holding only the input embeddings (and language
+    vectors): what the score reads."""
+    model = {"encoder.sentence_encoder.embed_tokens.weight": emb}
+    if languages is not None:
+        model["encoder.sentence_encoder.embed_tokens.languages.weight"] = languages
+        model["encoder.sentence_encoder.embed_tokens.token_language"] = token_language
+    history = [{"criterion_name": "masked_lm", "lr_scheduler_state": {}, "num_updates": 0}]
+    state = {"model": model, "args": model_args("veco_tiny"), "cfg": None}
+    torch.save({**state, "optimizer_history": history, "extra_state": {}}, path)
+
+
+def test_score_checkpoint_splits_by_the_dictionary_and_adds_language_vectors(tmp_path):
+    """Whole vocabulary, dictionary / outside, occurring and language-vector scores,
+    each the brute-force count over its tokens."""
+    words = [f"▁w{i}" for i in range(12)]
+    symbols = words + [MARKER + w for w in words]
+    (tmp_path / "dict.txt").write_text("".join(f"{s} 1\n" for s in symbols), encoding="utf-8")
+    (tmp_path / "bilingual.txt").write_text(
+        "".join(f"{w} {MARKER}{w}\n" for w in words[:5]), encoding="utf-8"
+    )
+    (tmp_path / "train.en").write_text(" ".join(words[:8]) + "\n", encoding="utf-8")
+    vocab = 4 + len(symbols) + 1  # specials, symbols, <mask>
+    g = torch.Generator().manual_seed(0)
+    emb = torch.randn(vocab, 8, generator=g, dtype=torch.float64)
+    english, copies = torch.arange(4, 16), torch.arange(16, 28)
+    emb[copies[::3]] = emb[english[::3]] + 0.3 * emb[copies[::3]]  # some aligned
+    write_checkpoint(tmp_path / "plain.pt", emb)
+    args = (str(tmp_path / "dict.txt"), [str(tmp_path / "train.en")],
+            str(tmp_path / "bilingual.txt"), 5)  # fmt: skip
+    result = score_checkpoint(str(tmp_path / "plain.pt"), *args)
+    e, c = english.tolist(), copies.tolist()
+    whole = brute_force(emb, e, c)
+    assert result["vocabulary"] == {"score": whole / 12, "aligned": whole, "tokens": 12}
+    marks = brute_marks(emb, e, c)
+    inside = sum(marks[:5])  # w0-w4: the dictionary's English side
+    assert 0 < inside < whole < 12  # aligned tokens on both sides of the split
+    assert result["dictionary"]["tokens"] == 5 and result["dictionary"]["aligned"] == inside
+    assert result["outside"]["aligned"] == whole - inside and result["outside"]["tokens"] == 7
+    assert result["occurring"]["aligned"] == brute_force(emb, e[:8], c[:8])
+    assert "languages" not in result
+
+    languages = torch.randn(3, 8, generator=g, dtype=torch.float64)
+    languages[2] = 0  # the none row
+    token_language = torch.full((vocab,), 2)
+    token_language[english], token_language[copies] = 0, 1
+    write_checkpoint(tmp_path / "lid.pt", emb, languages, token_language)
+    result = score_checkpoint(str(tmp_path / "lid.pt"), *args)
+    rows = sample_rows(12, SAMPLE, 5).tolist()
+    shifted = emb + languages[token_language]
+    expected = sum(brute_marks(shifted, e, c)[i] for i in rows)
+    assert result["languages"] == {"score": expected / len(rows), "aligned": expected,
+                                   "tokens": len(rows)}  # fmt: skip
+    assert result["sampled_rows"]["aligned"] == sum(marks[i] for i in rows)
+    assert result["vocabulary"]["aligned"] == whole  # the token rows alone
 
 
 def test_average_ranks_and_spearman_by_hand():
@@ -105,18 +185,29 @@ def cells():
 
 
 def test_table_math_and_files(tmp_path):
-    cs = cells()
+    cs = [
+        dataclasses.replace(c, sup_accuracy=c.sup + 1, zs_accuracy=c.zs + 3,
+                            alignment_dictionary=0.5, alignment_outside=0.25,
+                            alignment_tuned=0.125)  # fmt: skip
+        for c in cells()
+    ]
+    cs[1] = dataclasses.replace(cs[1], alignment_languages=0.75, alignment_sampled=0.5)
     text = report.write(str(tmp_path), cs, {"settings": {}}, ["a note"])
     payload = json.loads((tmp_path / "results.json").read_text())
+    assert payload["metric"] == "f1"
     for c in cs:
         row = payload["table"][c.transform][c.objective]
         assert row["delta"] == pytest.approx(row["sup"] - row["zs"]) == pytest.approx(c.delta)
-        assert row["alignment"] == c.alignment
+        assert row["delta_accuracy"] == pytest.approx(c.delta - 2)
+        assert row["alignment"] == c.alignment and row["alignment_tuned"] == 0.125
     rho = report.spearman([c.alignment for c in cs], [c.sup - c.zs for c in cs])
     assert payload["spearman_alignment_delta"] == pytest.approx(rho)
     first = cs[0]
-    assert f"| MLM | {first.sup:.1f} / {first.zs:.1f} / {first.delta:.1f} | 0.100 |" in text
-    assert "T_trans∘T_inv: SUP / ZS / Δ" in text and "- a note" in text
+    delta_acc = f"{first.delta_accuracy:.1f}"
+    assert f"| MLM | {first.sup:.1f} / {first.zs:.1f} / {first.delta:.1f} | {delta_acc} |" in text
+    assert "| T_trans | MLM | 10.0 | 50.0 | 25.0 | 12.5 | - | - |" in text
+    assert "| T_trans | ALIGN_MLM | 90.0 | 50.0 | 25.0 | 12.5 | 75.0 | 50.0 |" in text
+    assert "T_trans∘T_inv: SUP / ZS / Δ (F1)" in text and "- a note" in text
     assert (tmp_path / "results.png").stat().st_size > 0
 
 
@@ -183,9 +274,30 @@ def test_alpha_reaches_align_mlm_alone(tmp_path):
     default = cli.config_from(cli.get_parser().parse_args(base))
     command = st.pretrain(given, "trans_inv", "align_mlm").command
     assert command[command.index("--align-weight") + 1] == "100.0"
-    for objective in ("mlm", "xlm", "dict_mlm", "dict_mlm_lid"):
+    for objective in ("mlm", "xlm", "dict_mlm", "dict_mlm_syn", "dict_mlm_lid"):
         assert "--align-weight" not in st.pretrain(given, "trans_inv", objective).command
     assert "--align-weight" not in st.pretrain(default, "trans_inv", "align_mlm").command
+
+
+def test_dict_mlm_runs_code_switched_and_the_synonym_row_names_its_mode(tmp_path):
+    fix = "tests/fixtures/udpos"
+    args = ["--out", str(tmp_path / "run"), "--tagged-train", f"{fix}/train-en.excerpt.tsv",
+            "--tagged-dev", f"{fix}/dev-en.excerpt.tsv",
+            "--tagged-test", f"{fix}/en_ewt-ud-dev.excerpt.conllu"]  # fmt: skip
+    cfg = cli.config_from(cli.get_parser().parse_args(args))
+    assert "dict_mlm" in cfg.objectives and "dict_mlm_syn" not in cfg.objectives
+    for objective, mode in (("dict_mlm", "code_switch"), ("dict_mlm_lid", "code_switch"),
+                            ("dict_mlm_syn", "synonym_target")):  # fmt: skip
+        command = st.pretrain(cfg, "trans", objective).command
+        assert command[command.index("--dict-mlm-mode") + 1] == mode
+        assert command[command.index("--criterion") + 1] == "dict_mlm"
+    # the fine-tuning: no model selection, the last epoch's model scored on the derived dev
+    finetune, align, test = st.finetune_stages(cfg, "trans", "mlm", "en")
+    assert "--disable-validation" in finetune.command and align.name == "align-trans-mlm-zs"
+    assert test.command[test.command.index("--test") + 1].endswith("/trans/pos-dev.tsv")
+    assert test.command[test.command.index("--checkpoint") + 1].endswith("checkpoint_last.pt")
+    assert [s.name for s in st.finetune_stages(cfg, "trans", "mlm", "der")] == [
+        "finetune-trans-mlm-sup", "test-trans-mlm-sup"]  # fmt: skip
 
 
 def test_token_languages_put_each_copy_in_the_derived_language(tmp_path):

@@ -15,15 +15,19 @@ prepare-<t>-{en,der}       ``veco-prepare-tagging``: English / derived POS train
                            -> OUT/pos/<t>-{en,der}/data
 pretrain-<t>-<o>           ``fairseq-train --task veco_pretraining`` with objective <o>
                            (saves every 500 updates; a re-run continues it)
-align-<t>-<o>              the alignment score of its embeddings -> .../alignment.json
+align-<t>-<o>              the alignment scores of its embeddings -> .../alignment.json
 finetune-<t>-<o>-{zs,sup}  ``fairseq-train --task veco_tagging`` from it on English (ZS) or
-                           the derived language (SUP), best on that language's dev
-test-<t>-<o>-{zs,sup}      ``veco-tag-eval`` on the derived test set -> scores.json
+                           the derived language (SUP), the model after the last epoch kept
+align-<t>-<o>-zs           the alignment scores of the ZS fine-tuned model's embeddings
+                           -> OUT/pos/<t>-<o>-zs/alignment.json
+test-<t>-<o>-{zs,sup}      ``veco-tag-eval`` on the derived **dev** file -> scores.json
+                           (seqeval F1 and accuracy)
 =========================  ================================================================
 
 One pipeline per model (pretrain .. test), after the shared stages; the pipelines run side
 by side on ``--jobs`` slots (:mod:`..quickstart.scheduler`). The fine-tuning and test
-commands are ``veco-xtreme``'s (:mod:`..xtreme.stages`), its udpos recipe.
+commands are ``veco-xtreme``'s (:mod:`..xtreme.stages`), its udpos recipe with the ALIGN-MLM
+authors' choices made explicit (:data:`RECIPE`).
 """
 
 import dataclasses
@@ -33,7 +37,7 @@ import random
 import shutil
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE
 from ..corpora.tagging import format_tagged_tsv, read_tagged
@@ -47,10 +51,12 @@ from .alignment_score import score_checkpoint
 if TYPE_CHECKING:
     from ..quickstart.scheduler import StageContext
 
-# POS fine-tuning with its own checkpoint choice, whatever veco-xtreme's XTREME defaults
-# are: the best dev accuracy after each epoch (as the measured tables in
-# examples/derived_transfer/README.md were run)
-RECIPE = dataclasses.replace(RECIPES["udpos"], best_metric="accuracy", validate_updates=0)
+RECIPE = dataclasses.replace(RECIPES["udpos"], keep="last", validate_updates=0)
+"""POS fine-tuning as the ALIGN-MLM authors' scripts run it, whatever veco-xtreme's XTREME
+defaults are: no model selection, the model after the last epoch (their ``--save_steps
+-1`` and no best-model reload), scored on the derived language's dev file (their
+``--do_eval --validation_file dev_*_inv.json``: ZS the English-tuned model on it, SUP the
+derived-tuned one); seqeval F1 the metric, accuracy beside."""
 DERIVED = "der"  # the derived language's code in DATA (mono/der, bi/en-der)
 POS_SPLITS = ("train", "dev", "test")
 TEXT = "text.txt"
@@ -78,16 +84,21 @@ class Objective:
 
 DICTIONARY = ("--align-dictionary", "{dictionary}", "--align-dictionary-pieces")
 """DICT-MLM's and ALIGN-MLM's flags: the bilingual dictionary, token pairs."""
+CODE_SWITCH = DICTIONARY + ("--dict-mlm-mode", "code_switch")
+"""DICT-MLM as the ALIGN-MLM authors ran it: code-switched inputs."""
+SYNONYM = DICTIONARY + ("--dict-mlm-mode", "synonym_target")
+"""DICT-MLM as Chaudhary et al. define it: masked inputs, dictionary targets."""
 
 OBJECTIVES: Dict[str, Objective] = {
     o.name: o
     for o in (
         Objective("mlm", "MLM", "veco_terms", ("--terms", "mono_mlm=1"), pairs=False),
         Objective("xlm", "XLM", "tlm", (), pairs=True),
-        Objective("dict_mlm", "DICT-MLM", "dict_mlm", DICTIONARY, pairs=False),
+        Objective("dict_mlm", "DICT-MLM", "dict_mlm", CODE_SWITCH, pairs=False),
+        Objective("dict_mlm_syn", "DICT-MLM (syn. target)", "dict_mlm", SYNONYM, pairs=False),
         Objective("xlm_lid", "XLM+LID", "tlm", (), pairs=True, languages=True),
         Objective(
-            "dict_mlm_lid", "DICT-MLM+LID", "dict_mlm", DICTIONARY, pairs=False, languages=True
+            "dict_mlm_lid", "DICT-MLM+LID", "dict_mlm", CODE_SWITCH, pairs=False, languages=True
         ),
         Objective("align_mlm", "ALIGN-MLM", "align_mlm", DICTIONARY, pairs=False),
     )
@@ -98,8 +109,9 @@ LANGUAGE_FLAGS = ("--language-embeddings", "2")  # en, der: --mono-langs' order
 
 
 DEFAULT_OBJECTIVES = ("mlm", "xlm", "dict_mlm", "align_mlm")
-"""``--objectives``' default: the paper's four; the +LID rows are XLM and DICT-MLM with
-language embeddings, as App. G.3-G.4 run them."""
+"""``--objectives``' default: the paper's four (DICT-MLM code-switched, as the authors ran
+it); ``dict_mlm_syn`` is DICT-MLM with Chaudhary et al.'s dictionary targets, the +LID rows
+XLM and DICT-MLM with language embeddings, as App. G.3-G.4 run them."""
 
 
 @dataclass(frozen=True)
@@ -303,12 +315,12 @@ def pos_row(
 
 
 def pos_files(cfg: Config, transform: str, lang: str) -> xtreme.Files:
-    """Fine-tuning on ``lang`` (en: zero-shot; der: supervised); the test is always the
-    derived language's."""
+    """Fine-tuning on ``lang`` (en: zero-shot; der: supervised); scored on the derived
+    language's dev file, as the authors' scripts (:data:`RECIPE`)."""
     return xtreme.Files(
         (cfg.pos_file(lang, "train", transform),),
         (cfg.pos_file(lang, "dev", transform),),
-        {DERIVED: (cfg.pos_file(DERIVED, "test", transform),)},
+        {DERIVED: (cfg.pos_file(DERIVED, "dev", transform),)},
     )
 
 
@@ -377,22 +389,36 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
     return Stage(name, command, xtreme.resumable(save_dir))
 
 
-def alignment_path(cfg: Config, transform: str, objective: str) -> str:
+def alignment_path(cfg: Config, transform: str, objective: str, tuned: bool = False) -> str:
+    """The pre-trained model's alignment.json, or (``tuned``) its ZS fine-tuned model's."""
+    if tuned:
+        name = finetune_name(transform, objective, ENGLISH)
+        return os.path.join(pos_out(cfg), name, "alignment.json")
     return os.path.join(cfg.pretrain_dir(transform, objective), "alignment.json")
 
 
-def align(cfg: Config, transform: str, objective: str) -> Stage:
-    """align-<t>-<o>: the alignment score over the English tokens of the pre-training text."""
-    ckpt, out = checkpoint(cfg, transform, objective), alignment_path(cfg, transform, objective)
+def align(cfg: Config, transform: str, objective: str, tuned: bool = False) -> Stage:
+    """align-<t>-<o>: the alignment scores (:func:`score_checkpoint`) of the pre-trained
+    model, or (``tuned``, align-<t>-<o>-zs) of the model fine-tuned on English."""
+    ckpt = checkpoint(cfg, transform, objective)
+    name = model_name(transform, objective)
+    if tuned:
+        name = finetune_name(transform, objective, ENGLISH)
+        ckpt = xtreme.kept_checkpoint(RECIPE, pos_out(cfg), name)
+    out = alignment_path(cfg, transform, objective, tuned)
     texts = [os.path.join(data_dir(cfg, transform), "text", "train.en")]
+    pairs = cfg.path("derived", PAIRS_FILE)
 
     def body(ctx: "StageContext") -> None:
-        result = score_checkpoint(ckpt, cfg.joint_dict, texts)
+        result = score_checkpoint(ckpt, cfg.joint_dict, texts, pairs, cfg.seed)
         _write(out, json.dumps(result, indent=1) + "\n")
-        ctx.echo(f"alignment score {result['score']:.4f} ({result['aligned']} of "
-                 f"{result['tokens']} English tokens occurring in the text)")  # fmt: skip
+        parts = [k for k in ("dictionary", "outside", "languages") if k in result]
+        shown = ", ".join(f"{k} {result[k]['score']:.4f}" for k in parts)
+        tokens = result["vocabulary"]["tokens"]
+        ctx.echo(f"alignment score {result['score']:.4f} over {tokens} English tokens ({shown})")
 
-    return Stage(f"align-{model_name(transform, objective)}", ["align", ckpt, *texts], body)
+    command = ["align", ckpt, *texts, pairs, str(cfg.seed)]
+    return Stage(f"align-{name}", command, body)
 
 
 def finetune_name(transform: str, objective: str, lang: str) -> str:
@@ -414,10 +440,10 @@ def finetune_stages(cfg: Config, transform: str, objective: str, lang: str) -> L
     finetune = xtreme.finetune_command(RECIPE, row, data, out, s)
     test = xtreme.test_command(RECIPE, row, files, data, out)
     outputs = (xtreme.scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
-    return [
-        Stage(f"finetune-{row.name}", finetune, xtreme.finetune_body(save_dir, s)),
-        Stage(f"test-{row.name}", test, body=xtreme.fresh(*outputs)),
-    ]
+    stages = [Stage(f"finetune-{row.name}", finetune, xtreme.finetune_body(save_dir, s))]
+    if lang == ENGLISH:
+        stages.append(align(cfg, transform, objective, tuned=True))
+    return stages + [Stage(f"test-{row.name}", test, body=xtreme.fresh(*outputs))]
 
 
 def model_pipeline(cfg: Config, transform: str, objective: str) -> List[Stage]:
@@ -431,16 +457,20 @@ def pipelines(cfg: Config) -> List[List[Stage]]:
     return [model_pipeline(cfg, t, o) for t in cfg.transforms for o in cfg.objectives]
 
 
-def accuracy(cfg: Config, transform: str, objective: str, lang: str) -> float:
-    """POS accuracy (%) on the derived test set of a finished test stage."""
+def pos_scores(cfg: Config, transform: str, objective: str, lang: str) -> Dict[str, float]:
+    """POS seqeval F1 and accuracy (%) on the derived dev file of a finished test stage
+    (``lang``: the fine-tuning's, en for ZS)."""
     name = finetune_name(transform, objective, lang)
     with open(xtreme.scores_path(pos_out(cfg), name), encoding="utf-8") as f:
-        return float(json.load(f)[name]["accuracy"][DERIVED])
+        scores = json.load(f)[name]
+    return {metric: float(scores[metric][DERIVED]) for metric in ("f1", "accuracy")}
 
 
-def read_alignment(cfg: Config, transform: str, objective: str) -> float:
-    with open(alignment_path(cfg, transform, objective), encoding="utf-8") as f:
-        return float(json.load(f)["score"])
+def read_alignment(
+    cfg: Config, transform: str, objective: str, tuned: bool = False
+) -> Dict[str, Any]:
+    with open(alignment_path(cfg, transform, objective, tuned), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def stage_names(cfg: Config) -> Sequence[str]:
