@@ -67,7 +67,7 @@ def main(backend, criterion_name, rank, world, port, out):
         settings = {"align_dictionary": words, "no_save": True}
         criterion, find_unused = build_criterion("align_mlm", task, **settings), True
         bi_count = 0
-    elif criterion_name == "dict_mlm":  # every swap taken: the same targets on any split
+    elif criterion_name == "dict_mlm":  # every swap taken: the same inputs on any split
         words = os.path.join(os.path.dirname(out), "words.tsv")
         settings = {"align_dictionary": words, "dict_mlm_prob": 1.0}
         criterion, find_unused = build_criterion("dict_mlm", task, **settings), True

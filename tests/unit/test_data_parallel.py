@@ -68,7 +68,7 @@ def _run_ranks(backend, criterion, tmp_path):
         ("pytorch_ddp", "dwa"),
         ("pytorch_ddp", "weam"),  # the exchange head through the TLM forward
         ("pytorch_ddp", "align_mlm"),  # L_ALIGN through the embed request
-        ("pytorch_ddp", "dict_mlm"),  # targets swapped to translations
+        ("pytorch_ddp", "dict_mlm"),  # inputs code-switched to translations
         ("pytorch_ddp", "tlm_lid"),  # XLM's language embeddings
     ],
 )
