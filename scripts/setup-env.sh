@@ -8,7 +8,7 @@
 # build isolation, so no second torch is downloaded into a throw-away build environment).
 # Measured on 2 cores shared with a test suite: that compile alone 79 s (121-134 s with
 # Python's default -g); `make setup` from a clean clone 3.5-4.7 min with pip's cache empty,
-# 1.1-1.5 min warm (README.md, "Set-up on a fresh machine: two commands").
+# 1.1-1.5 min warm (docs/install.md, "Set-up on a fresh machine: two commands").
 # Usage: scripts/setup-env.sh [--venv DIR] [--python PY] [--torch SPEC]
 #   --venv DIR     the virtual environment to create or complete (default: .venv)
 #   --python PY    the interpreter that creates it (default: python3)
