@@ -1,7 +1,9 @@
 """``veco-derived-transfer --smoke`` as installed, through the real console scripts: every
-stage runs (XLM with language embeddings among the objectives), results.json holds the Δ
-table with alignment scores in [0, 1] and ρ, a re-run skips every stage, an interrupted
-pre-training continues from its last checkpoint; bad input is one line before any work."""
+stage runs (XLM with language embeddings and the code-switched DICT-MLM among the objectives),
+results.json holds the Δ table in F1 (accuracy beside) with alignment scores in [0, 1]
+(inside and outside the dictionary, after ZS fine-tuning, with language vectors for XLM+LID)
+and ρ, a re-run skips every stage, an interrupted pre-training continues from its last
+checkpoint; bad input is one line before any work."""
 
 import json
 import re
@@ -12,7 +14,8 @@ from tests.helpers.runner import run
 
 PROG = "veco-derived-transfer"
 FIX = "tests/fixtures/udpos"
-TRANSFORMS, OBJECTIVES = ("trans", "trans_inv"), ("mlm", "xlm_lid", "align_mlm")
+TRANSFORMS = ("trans", "trans_inv")
+OBJECTIVES = ("mlm", "xlm_lid", "dict_mlm", "align_mlm")
 FLAGS = [
     "--smoke", "--jobs", "2",
     "--text", "tests/fixtures/text/mono.en", "--text", "tests/fixtures/text/train.en",
@@ -29,8 +32,8 @@ def stages():
     for t in TRANSFORMS:
         for o in OBJECTIVES:
             shared += [f"pretrain-{t}-{o}", f"align-{t}-{o}"]
-            for kind in ("zs", "sup"):
-                shared += [f"finetune-{t}-{o}-{kind}", f"test-{t}-{o}-{kind}"]
+            shared += [f"finetune-{t}-{o}-zs", f"align-{t}-{o}-zs", f"test-{t}-{o}-zs"]
+            shared += [f"finetune-{t}-{o}-sup", f"test-{t}-{o}-sup"]
     return shared
 
 
@@ -46,13 +49,26 @@ def test_every_stage_runs_and_the_table_is_written(smoke):
     done = re.findall(r"^== \[(\S+)\] \S+ done in", first.stdout, re.M)
     assert sorted(done) == sorted(stages())
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert set(results["table"]) == set(TRANSFORMS)
+    assert set(results["table"]) == set(TRANSFORMS) and results["metric"] == "f1"
     for t in TRANSFORMS:
         assert set(results["table"][t]) == set(OBJECTIVES)
-        for row in results["table"][t].values():
-            assert 0 <= row["sup"] <= 100 and 0 <= row["zs"] <= 100
+        for objective, row in results["table"][t].items():
+            for metric in ("sup", "zs", "sup_accuracy", "zs_accuracy"):
+                assert 0 <= row[metric] <= 100
             assert row["delta"] == pytest.approx(row["sup"] - row["zs"])
-            assert 0.0 <= row["alignment"] <= 1.0
+            assert row["delta_accuracy"] == pytest.approx(row["sup_accuracy"] - row["zs_accuracy"])
+            for key in ("alignment", "alignment_dictionary", "alignment_outside",
+                        "alignment_tuned"):  # fmt: skip
+                assert 0.0 <= row[key] <= 1.0
+            lid = objective.endswith("_lid")
+            assert (row["alignment_languages"] is not None) == lid
+            assert (row["alignment_sampled"] is not None) == lid
+        scores = json.loads((out / "pos" / f"{t}-mlm-zs" / "scores.json").read_text())
+        assert set(scores[f"{t}-mlm-zs"]["f1"]) - {"avg"} == {"der"}  # the derived dev file
+        command = (out / "stamps" / f"test-{t}-mlm-zs.done").read_text()
+        assert f"derived/{t}/pos-dev.tsv" in command and "checkpoint_last.pt" in command
+    pretrain = json.loads((out / "stamps" / "pretrain-trans-dict_mlm.done").read_text())["command"]
+    assert pretrain[pretrain.index("--dict-mlm-mode") + 1] == "code_switch"
     rho = results["spearman_alignment_delta"]
     assert rho is None or -1.0 <= rho <= 1.0
     assert "T_trans∘T_inv: SUP / ZS / Δ" in first.stdout and "Spearman ρ" in first.stdout
