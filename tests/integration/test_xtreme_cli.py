@@ -51,6 +51,13 @@ def benchmark(tmp_path_factory):
         lang, path = value.split("=")
         os.symlink(os.path.join(REPO, path), data / "udpos" / f"test-{lang}.{path.split('.')[-1]}")
     os.symlink(os.path.join(REPO, "tests/fixtures/tatoeba"), data / "tatoeba")
+    (data / "panx").mkdir()  # PAN-X's published layout (lang:word<TAB>tag), hand-made
+    for name, file in (
+        ("train-en.tsv", "en-train"),
+        ("dev-en.tsv", "en-dev"),
+        ("test-de.tsv", "de-test"),
+    ):
+        os.symlink(os.path.join(REPO, "tests/fixtures/panx/handmade", file), data / "panx" / name)
     (data / "bucc2018").mkdir()
     bucc_folder(data / "bucc2018", test_gold=True)
     return data
@@ -117,9 +124,12 @@ def test_all_runs_every_task_under_data_and_prints_xtremes_summary(udpos, benchm
     udpos_f1 = json.loads((out / "results.json").read_text())["rows"]["cold"]["f1"]
     # the headline is the F1 averaged over XTREME's languages that are here (en, de)
     assert cold["udpos"]["headline"] == pytest.approx((udpos_f1["en"] + udpos_f1["de"]) / 2)
-    assert set(cold) == {"udpos", "tatoeba", "bucc2018"} and set(summary["random"]["tasks"]) == {
-        "udpos"
-    }  # nothing is fine-tuned for retrieval: no random row there
+    assert set(cold) == {"udpos", "panx", "tatoeba", "bucc2018"}
+    assert set(summary["random"]["tasks"]) == {"udpos", "panx"}  # no random row for retrieval
+    panx = json.loads((out.parent / "panx" / "results.json").read_text())
+    assert panx["headline"] == "f1" and panx["languages"] == ["de"]
+    log = (out.parent / "panx" / "logs" / "finetune-cold.log").read_text()
+    assert "--best-checkpoint-metric f1" in log and "--validate-interval-updates 1000" in log
     bucc = json.loads((out.parent / "bucc2018" / "results.json").read_text())["rows"]["cold"]
     assert cold["bucc2018"]["headline"] == bucc["f1"]["de"]  # the test F1, not the sample's
     assert summary["cold"]["overall"] is None  # seven tasks are missing: XTREME gives none
@@ -203,6 +213,12 @@ def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_pa
         (["--lr", "nan"], "--lr nan: give a positive number"),
         (["--data", "{data}"], "holds 2 train-en.* files: give --train FILE"),
         (["--out", "{file}"], "--out {file} is a file"),
+        (
+            ["--", "--no-such-flag"],
+            "fairseq-train refuses them: unrecognized arguments: --no-such-flag",
+        ),
+        (["--task", "tatoeba"], "--train: tatoeba fine-tunes nothing: leave it out"),
+        (["--task", "bucc2018", "--data", "{data}"], "test.gold: no such file: XTREME's download"),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, words):
@@ -222,6 +238,9 @@ def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, word
         base += UDPOS[:4] + ["--test", f"en={FIX}/dev-en.excerpt.tsv"]
     if "--out" in flags:
         base = base[:-2]
+    if "bucc2018" in flags:  # a BUCC folder without the test gold
+        bucc_folder(data, test_gold=False)
+        base = [b for b in base if b not in UDPOS[:4]]
     proc = run("veco-xtreme", base + flags, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
