@@ -17,7 +17,6 @@ every language's ``xx-en.test.gold`` is there (BUCC's training gold; XTREME with
 """
 
 import argparse
-import json
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
@@ -29,8 +28,8 @@ from ..corpora.bucc import LANGS, BuccSplit, path, read_split
 from ..errors import VecoUserError
 from ..evaluation.bucc import best_threshold, extract, f1_scores, mine_candidates
 from ..evaluation.xtreme_retrieval import resolve, sentence_embeddings
-from ..outputs import check_output_dir, check_output_file, write_text
-from .common import run_cli
+from ..outputs import write_text
+from .common import check_score_outputs, run_cli, write_scores
 from .sentence_prediction_eval import parse_checkpoints
 from .tag_eval import table
 
@@ -114,17 +113,13 @@ def evaluate(
 def main(args: argparse.Namespace) -> Dict[str, Dict]:
     if args.batch_size < 1:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
-    if args.json:
-        check_output_file(args.json, "--json", "scores.json")
-    if args.predictions:
-        check_output_dir(args.predictions, "--predictions")
+    check_score_outputs(args)
     checkpoints = parse_checkpoints(args.checkpoint)
     tests = read_tests(args.data, args.test)
     results = {name: evaluate(args, name, ckpt, tests) for name, ckpt in checkpoints}
     metric = "f1" if all("f1" in r for r in results.values()) else "dev_f1"
     print(table(results, metric, [*tests, "avg"]))
-    if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+    write_scores(args.json, results)
     return results
 
 

@@ -42,3 +42,23 @@ def check_at_least(value: Optional[int], flag: str, least: int = 1) -> None:
     """Refuse ``flag value`` below ``least`` (an unset ``value`` passes)."""
     if value is not None and value < least:
         raise VecoUserError(f"{flag} {value}: must be at least {least}")
+
+
+def check_score_outputs(args) -> None:
+    """A scorer's ``--json`` file and ``--predictions`` folder, checked before any work."""
+    from ..outputs import check_output_dir, check_output_file
+
+    if args.json:
+        check_output_file(args.json, "--json", "scores.json")
+    if args.predictions:
+        check_output_dir(args.predictions, "--predictions")
+
+
+def write_scores(path: Optional[str], results) -> None:
+    """A scorer's ``results`` as JSON at ``--json`` ``path`` (when given), atomically."""
+    import json
+
+    from ..outputs import write_text
+
+    if path:
+        write_text(path, json.dumps(results, indent=2) + "\n")

@@ -23,7 +23,6 @@ The table's last line and each row of ``--json`` (``"normalisation": {LANG: "mlq
 """
 
 import argparse
-import json
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence
 
@@ -32,8 +31,7 @@ from ..errors import VecoUserError
 from ..evaluation.qa_decode import write_predictions
 from ..evaluation.qa_scores import MLQA_ARTICLES, score
 from ..evaluation.span_qa import answer_questions, load_span_qa
-from ..outputs import check_output_dir, check_output_file, write_text
-from .common import run_cli
+from .common import check_score_outputs, run_cli, write_scores
 from .prepare_span_qa import single_files
 from .sentence_prediction_eval import parse_checkpoints
 from .tag_eval import table
@@ -99,10 +97,7 @@ def evaluate(args, name: str, path: str, read: Mapping[str, Sequence[QaExample]]
 def main(args: argparse.Namespace) -> Dict[str, Dict]:
     if args.batch_size < 1:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
-    if args.json:
-        check_output_file(args.json, "--json", "scores.json")
-    if args.predictions:
-        check_output_dir(args.predictions, "--predictions")
+    check_score_outputs(args)
     checkpoints = parse_checkpoints(args.checkpoint)
     tests = single_files(args.test, "--test")
     for lang, path in tests.items():
@@ -117,8 +112,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     columns = [*tests, "avg"]
     print(table(results, "em", columns) + "\n\n" + table(results, "f1", columns))
     print("\n" + rules_line(list(tests), args.normalisation))
-    if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+    write_scores(args.json, results)
     return results
 
 

@@ -15,7 +15,6 @@ is scored wrong, counted in one warning line.
 """
 
 import argparse
-import json
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
@@ -31,8 +30,8 @@ from ..corpora.tagging_data import read_max_length
 from ..errors import VecoUserError
 from ..evaluation.tagging import load_tagger, tag_sentences
 from ..evaluation.tagging_scores import accuracy, chunk_f1
-from ..outputs import check_output_dir, check_output_file, write_text
-from .common import run_cli
+from ..outputs import write_text
+from .common import check_score_outputs, run_cli, write_scores
 from .prepare_tagging import parse_splits
 from .sentence_prediction_eval import parse_checkpoints
 
@@ -119,10 +118,7 @@ def table(results: Dict[str, Dict], metric: str, columns: Sequence[str]) -> str:
 def main(args: argparse.Namespace) -> Dict[str, Dict]:
     if args.batch_size < 1:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
-    if args.json:
-        check_output_file(args.json, "--json", "scores.json")
-    if args.predictions:
-        check_output_dir(args.predictions, "--predictions")
+    check_score_outputs(args)
     checkpoints = parse_checkpoints(args.checkpoint)
     if args.max_length is None:
         args.max_length = read_max_length(args.data)
@@ -131,8 +127,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     results = {name: evaluate(args, name, path, tests, read) for name, path in checkpoints}
     columns = [*tests, "avg"]
     print(table(results, "accuracy", columns) + "\n\n" + table(results, "f1", columns))
-    if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+    write_scores(args.json, results)
     return results
 
 

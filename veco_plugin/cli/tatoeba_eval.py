@@ -20,7 +20,6 @@ prediction layout (gold: the line's own index).
 """
 
 import argparse
-import json
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
@@ -31,8 +30,8 @@ from ..checkpoints.encoder import find_spm_model, load_encoder, load_spm_model
 from ..corpora.tatoeba import LASER_CODES, TatoebaPair, available, laser_files, read_pair
 from ..errors import VecoUserError
 from ..evaluation.xtreme_retrieval import accuracy, nearest, resolve, sentence_embeddings
-from ..outputs import check_output_dir, check_output_file, write_text
-from .common import run_cli
+from ..outputs import write_text
+from .common import check_score_outputs, run_cli, write_scores
 from .sentence_prediction_eval import parse_checkpoints
 from .tag_eval import table
 
@@ -142,16 +141,12 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
     if args.layer is not None and args.layer < 0:
         raise VecoUserError(f"--layer {args.layer}: 0 (the embeddings) or more")
-    if args.json:
-        check_output_file(args.json, "--json", "scores.json")
-    if args.predictions:
-        check_output_dir(args.predictions, "--predictions")
+    check_score_outputs(args)
     checkpoints = parse_checkpoints(args.checkpoint)
     pairs = read_tests(args.data, args.test)
     results = {name: evaluate(args, name, path, pairs) for name, path in checkpoints}
     print(table(results, "accuracy", [*pairs, "avg"]))
-    if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+    write_scores(args.json, results)
     return results
 
 
