@@ -36,8 +36,6 @@ READMES = [
     *sorted(Path(REPO, "examples").glob("*/README.md")),
 ]
 CLI_DOC = Path(REPO, "docs", "cli.md")
-# its parser is issue 38's (veco_plugin/cli/derived_transfer.py): its epilog comes with it
-EPILOG_PENDING = {"veco-derived-transfer"}
 FAIRSEQ = {
     "fairseq-train": options.get_training_parser,
     "fairseq-preprocess": options.get_preprocessing_parser,
@@ -237,6 +235,4 @@ def test_help_ends_with_the_example_of_its_doc(program):
     assert example, f"docs/cli.md has no example block under ## `{program}`"
     assert example.startswith(program + " ") and "\n" not in example
     last = script_help(program).strip().split("\n\n")[-1]
-    if program in EPILOG_PENDING and not last.startswith("example:"):
-        pytest.xfail(f"{program}'s parser has no epilog yet")
     assert _normalized(last) == _normalized(f"example: {example}"), last

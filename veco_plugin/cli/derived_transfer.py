@@ -115,7 +115,9 @@ def get_parser() -> argparse.ArgumentParser:
         "updates (4 x 128 encoder, ~3 updates/s each) and 16 POS fine-tunings (3 epochs of "
         "4000 sentences); --scale gpu (--jobs 8, ~11 min on an H100): 6 x 512, 2500 fp16 "
         "updates of 8192 tokens, fine-tuning at lr 1e-4; "
-        "--smoke: a pipeline check of minutes (meaningless numbers).",
+        "--smoke: a pipeline check of minutes (meaningless numbers).\n\n"
+        "example: veco-derived-transfer --out runs/derived --text data/gettext/mono.en "
+        "--pos data/ewt --jobs 2",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", required=True, help="the run directory (a re-run resumes)")
