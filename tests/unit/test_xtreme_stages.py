@@ -137,3 +137,32 @@ def test_the_random_row_runs_after_its_twin_on_its_data():
     random = stages[3].command
     assert "--restore-file" not in random and "out/veco/data" in random
     assert random[random.index("--arch") :][:2] == ["--arch", "x"]
+
+
+def test_pipelines_side_by_side_parse_their_commands_at_once():
+    """--jobs 2 runs two fine-tuning stages' bodies in threads, each reading its command with
+    fairseq's parser (hydra's global state): before the lock, one failed with 'GlobalHydra
+    is already initialized' (veco-derived-transfer's smoke run, a fresh clone's CI)."""
+    import threading
+
+    from veco_plugin.xtreme.updates import parse_train_args
+
+    row = Pretrained("veco", "pre/model.pt", "s", "d", ("--arch", "veco_tiny"), 64)
+    recipe = RECIPES["udpos"]
+    ((_, finetune, _),) = pipelines(recipe, [row], FILES, "out", settings(recipe))
+    argv = ["1" if a == UPDATES else a for a in finetune.command[3:]]
+    errors = []
+
+    def parse():
+        for _ in range(3):
+            try:
+                parse_train_args(argv, "t")
+            except Exception as exc:  # the failure is what the test reports
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=parse) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:2]

@@ -15,9 +15,14 @@ rank 0) and counts.
 import contextlib
 import io
 import math
+import threading
 from typing import Sequence
 
 from ..errors import VecoUserError
+
+# fairseq builds its config through hydra's global state (``initialize``): one pipeline
+# thread at a time (``--jobs``) may do it
+_HYDRA = threading.Lock()
 
 
 def parse_train_args(argv: Sequence[str], where: str):
@@ -28,14 +33,15 @@ def parse_train_args(argv: Sequence[str], where: str):
 
     parser = options.get_training_parser()
     captured = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(captured):
-            args = options.parse_args_and_arch(parser, input_args=list(argv))
-    except SystemExit:
-        lines = [line for line in captured.getvalue().splitlines() if line.strip()]
-        reason = lines[-1].split("error: ", 1)[-1] if lines else "refused"
-        raise VecoUserError(f"{where}: fairseq-train refuses them: {reason}") from None
-    return convert_namespace_to_omegaconf(args)
+    with _HYDRA:
+        try:
+            with contextlib.redirect_stderr(captured):
+                args = options.parse_args_and_arch(parser, input_args=list(argv))
+        except SystemExit:
+            lines = [line for line in captured.getvalue().splitlines() if line.strip()]
+            reason = lines[-1].split("error: ", 1)[-1] if lines else "refused"
+            raise VecoUserError(f"{where}: fairseq-train refuses them: {reason}") from None
+        return convert_namespace_to_omegaconf(args)
 
 
 def count_updates(cfg, processes: int) -> int:
