@@ -174,11 +174,16 @@ def finetune_command(recipe: Recipe, row: Pretrained, data: str, out: str, s: Se
     return command + list(s.fairseq_flags)
 
 
+def parsed_command(command: Sequence[str], where: str):
+    """A :func:`finetune_command` (after ``python -m fairseq_cli.train``) read by
+    fairseq-train's parser, the ``UPDATES`` placeholder standing for any count."""
+    return parse_train_args(["1" if a == UPDATES else a for a in command[3:]], where)
+
+
 def check_fairseq_flags(command: Sequence[str]) -> None:
-    """fairseq-train's parser reads ``command`` (a :func:`finetune_command`) now, before any
-    work: a flag after ``--`` that it refuses is one line."""
-    args = ["1" if a == UPDATES else a for a in command[3:]]  # after python -m fairseq_cli.train
-    parse_train_args(args, "the fairseq-train flags after --")
+    """fairseq-train's parser reads ``command`` now, before any work: a flag after ``--``
+    that it refuses is one line."""
+    parsed_command(command, "the fairseq-train flags after --")
 
 
 def kept_checkpoint(recipe: Recipe, out: str, name: str) -> str:
@@ -270,10 +275,7 @@ def finetune_body(save_dir: str, s: Settings):
 
     def body(ctx: "StageContext") -> None:
         remove(save_dir)
-        cfg = parse_train_args(
-            ["1" if a == UPDATES else a for a in ctx.stage.command[3:]], ctx.stage.name
-        )
-        updates = count_updates(cfg, s.processes)
+        updates = count_updates(parsed_command(ctx.stage.command, ctx.stage.name), s.processes)
         ctx.echo(
             f"{UPDATES} = {updates}: {s.epochs} epochs of the batches fairseq's sampler "
             f"builds, {s.processes} process(es) x --batch-size {s.step_batch} x --update-freq "
