@@ -14,7 +14,7 @@ from tests.helpers.runner import run
 
 PROG = "veco-derived-transfer"
 FIX = "tests/fixtures/udpos"
-TRANSFORMS = ("trans", "trans_inv")
+TRANSFORMS = ("trans_inv",)  # T_trans: the README's toy block and the curve below
 OBJECTIVES = ("mlm", "xlm_lid", "dict_mlm", "align_mlm")
 FLAGS = [
     "--smoke", "--jobs", "2",
@@ -67,7 +67,9 @@ def test_every_stage_runs_and_the_table_is_written(smoke):
         assert set(scores[f"{t}-mlm-zs"]["f1"]) - {"avg"} == {"der"}  # the derived dev file
         command = (out / "stamps" / f"test-{t}-mlm-zs.done").read_text()
         assert f"derived/{t}/pos-dev.tsv" in command and "checkpoint_last.pt" in command
-    pretrain = json.loads((out / "stamps" / "pretrain-trans-dict_mlm.done").read_text())["command"]
+    pretrain = json.loads((out / "stamps" / "pretrain-trans_inv-dict_mlm.done").read_text())[
+        "command"
+    ]
     assert pretrain[pretrain.index("--dict-mlm-mode") + 1] == "code_switch"
     rho = results["spearman_alignment_delta"]
     assert rho is None or -1.0 <= rho <= 1.0
@@ -90,23 +92,23 @@ def test_an_interrupted_pretraining_continues_from_its_last_checkpoint(smoke):
     """A pre-training stopped before its stamp resumes its checkpoint_last.pt; a save dir
     some other command left is started afresh."""
     out, _ = smoke
-    stamp = out / "stamps" / "pretrain-trans-mlm.done"
-    log = out / "logs" / "pretrain-trans-mlm.log"
+    stamp = out / "stamps" / "pretrain-trans_inv-mlm.done"
+    log = out / "logs" / "pretrain-trans_inv-mlm.log"
     loaded = re.compile(r"Loaded checkpoint \S+ \(epoch \d+ @ 8 updates\)")
 
     def interrupt():  # the model's pipeline before its pre-training was stamped
         for name in stages():
-            if "-trans-mlm" in name:
+            if "-trans_inv-mlm" in name:
                 (out / "stamps" / f"{name}.done").unlink()
 
     interrupt()
     again = run(PROG, ["--out", out] + FLAGS, timeout=300)
-    assert "[pretrain-trans-mlm] continuing the interrupted run" in again.stdout
+    assert "[pretrain-trans_inv-mlm] continuing the interrupted run" in again.stdout
     assert len(loaded.findall(log.read_text(encoding="utf-8"))) == 1
     assert stamp.is_file() and (out / "results.md").read_text(encoding="utf-8") in again.stdout
 
     interrupt()
-    (out / "pretrain" / "trans-mlm" / "command.json").write_text('["another"]\n')
+    (out / "pretrain" / "trans_inv-mlm" / "command.json").write_text('["another"]\n')
     again = run(PROG, ["--out", out] + FLAGS, timeout=300)
     assert "continuing the interrupted run" not in again.stdout
     assert len(loaded.findall(log.read_text(encoding="utf-8"))) == 1  # trained from 0
@@ -140,9 +142,35 @@ def test_veco_xtreme_reads_language_embeddings_from_the_weights(smoke):
     out, _ = smoke
     flags = {}
     for objective in ("xlm_lid", "mlm"):
-        path = out / "pretrain" / f"trans-{objective}" / "checkpoint_last.pt"
+        path = out / "pretrain" / f"trans_inv-{objective}" / "checkpoint_last.pt"
         row = describe(objective, str(path), str(out / "spm.model"),
                        str(out / "derived" / "dict.txt"))  # fmt: skip
         flags[objective] = " ".join(row.model_flags)
     assert flags["xlm_lid"].endswith("--language-embeddings 2")
     assert "--language-embeddings" not in flags["mlm"]
+
+
+def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path):
+    """--curve: one pre-training continued to each budget, the model at each fine-tuned
+    and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log."""
+    out = tmp_path / "run"
+    flags = [f for f in FLAGS if f not in ("--jobs", "2")]
+    flags[flags.index("--transforms") + 1] = "trans"
+    flags[flags.index("--objectives") + 1] = "mlm"
+    proc = run(PROG, ["--out", out, *flags, "--jobs", "1", "--curve", "50,100"], timeout=600)
+    assert "each at 50, 100 updates" in proc.stdout
+    assert proc.stdout.count("start (log: ") == len(re.findall(r"done in", proc.stdout))
+    for b in (50, 100):
+        assert (out / "pretrain" / "trans-mlm" / f"checkpoint_u{b}.pt").is_file()
+        assert f"| MLM @ {b} |" in proc.stdout
+    payload = json.loads((out / "curve.json").read_text(encoding="utf-8"))
+    points = payload["points"]
+    assert [p["updates"] for p in points] == [50, 100] and payload["settings"]["curve"] == [50, 100]
+    assert (
+        0 < points[0]["tokens"] < points[1]["tokens"]
+        and 0 < points[0]["passes"] < points[1]["passes"]
+    )
+    for p in points:
+        assert p["delta"] == pytest.approx(p["sup"] - p["zs"]) and 0 <= p["alignment"] <= 1
+    assert "| T_trans | MLM | 100 |" in (out / "curve.md").read_text(encoding="utf-8")
+    assert (out / "curve.png").stat().st_size > 0

@@ -13,7 +13,7 @@ import torch
 from tests.helpers.toy import model_args
 from veco_plugin.cli import derived_transfer as cli
 from veco_plugin.corpora.derived import MARKER
-from veco_plugin.derived_transfer import report
+from veco_plugin.derived_transfer import curve, report
 from veco_plugin.derived_transfer import stages as st
 from veco_plugin.derived_transfer.alignment_score import (
     SAMPLE,
@@ -232,6 +232,10 @@ def test_tlm_pairs_are_a_quarter_of_the_train_lines_drawn_with_the_seed():
         (["--updates", "-4"], "--updates -4"),
         (["--alpha", "-1"], "--alpha -1.0: ALIGN-MLM's weight, a finite number >= 0"),
         (["--alpha", "nan"], "--alpha nan:"),
+        (["--curve", "1000,500"], "--curve 1000,500: give ascending update counts"),
+        (["--curve", "1000,2520"], "each a positive multiple of 50"),
+        (["--curve", "1k"], "--curve 1k:"),
+        (["--curve", "100", "--updates", "100"], "with --updates 100: give one of the two"),
     ],
 )
 def test_bad_flags_are_one_line_before_any_work(tmp_path, flags, message):
@@ -305,3 +309,52 @@ def test_token_languages_put_each_copy_in_the_derived_language(tmp_path):
     joint.write_text(f"▁the 9\n{MARKER}▁the 9\n, 4\n{MARKER}, 4\n", encoding="utf-8")
     lines = st.token_languages(str(joint)).splitlines()
     assert lines == ["▁the en", f"{MARKER}▁the der", ", en", f"{MARKER}, der"]
+
+
+def test_a_curve_scores_the_model_at_every_budget(tmp_path):
+    """--curve: one pre-training continued to each budget, then per budget the model kept
+    there aligned, fine-tuned and tested under its own name."""
+    fix = "tests/fixtures/udpos"
+    args = ["--out", str(tmp_path / "run"), "--tagged-train", f"{fix}/train-en.excerpt.tsv",
+            "--tagged-dev", f"{fix}/dev-en.excerpt.tsv",
+            "--tagged-test", f"{fix}/en_ewt-ud-dev.excerpt.conllu",
+            "--transforms", "trans", "--objectives", "mlm", "--curve", "100,250"]  # fmt: skip
+    cfg = cli.config_from(cli.get_parser().parse_args(args))
+    assert cfg.curve == (100, 250) and cfg.updates == 250
+    (pipeline,) = st.pipelines(cfg)
+    names = [s.name for s in pipeline]
+    assert names[0] == "pretrain-trans-mlm" and names.count("pretrain-trans-mlm") == 1
+    for b in (100, 250):
+        for name in (f"align-trans-mlm-u{b}", f"finetune-trans-mlm-u{b}-zs",
+                     f"align-trans-mlm-u{b}-zs", f"test-trans-mlm-u{b}-sup"):  # fmt: skip
+            assert name in names
+        finetune = next(s for s in pipeline if s.name == f"finetune-trans-mlm-u{b}-sup")
+        assert any(a.endswith(f"checkpoint_u{b}.pt") for a in finetune.command)
+    pretrain = pipeline[0].command
+    assert pretrain[pretrain.index("--max-update") + 1] == "250"
+    assert pretrain[pretrain.index("--log-interval") + 1] == str(curve.LOG_INTERVAL)
+
+
+def test_curve_progress_sums_the_logged_tokens_and_takes_a_resumed_runs_later_record(tmp_path):
+    log = tmp_path / "pretrain.log"
+    record = "2026-11-27 10:00:00 | INFO | train_inner | "
+    rows = [(50, 1000.0, 0.1), (100, 2000.0, 0.2), (100, 3000.0, 0.25), (150, 500.0, 0.3)]
+    lines = ["| INFO | fairseq_cli.train | not a record", record + "{broken"]
+    lines += [record + json.dumps({"epoch": 1, "update": e, "wpb": str(w), "num_updates": str(n)})
+              for n, w, e in rows]  # fmt: skip
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    progress = curve.read_progress(str(log))
+    assert sorted(progress) == [50, 100, 150]
+    assert progress[100] == curve.Progress(50 * 1000.0 + 50 * 3000.0, 0.25)
+    assert progress[150].tokens == 50 * 1000.0 + 50 * 3000.0 + 50 * 500.0
+
+    cells_ = [dataclasses.replace(c, transform="trans", label="MLM", sup=90.0, zs=90.0 - d)
+              for c, d in zip(cells()[:2], (30.0, 8.0))]  # fmt: skip
+    points = [curve.Point(100, cells_[0], progress[100]), curve.Point(150, cells_[1], None)]
+    text = curve.write(str(tmp_path), points, {"settings": {}}, ["a note"])
+    assert "| T_trans | MLM | 100 | 0.2 | 0.25 | 90.0 / 60.0 / 30.0 |" in text
+    assert "| T_trans | MLM | 150 | - | - | 90.0 / 82.0 / 8.0 |" in text
+    assert "T_trans, MLM: Δ falls below 10 at 150 updates" in text
+    payload = json.loads((tmp_path / "curve.json").read_text())
+    assert [p["tokens"] for p in payload["points"]] == [200000.0, None]
+    assert (tmp_path / "curve.png").stat().st_size > 0

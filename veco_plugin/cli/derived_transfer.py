@@ -31,12 +31,14 @@ and OUT/results.{md,json,png}. Stages: :mod:`veco_plugin.derived_transfer.stages
 """
 
 import argparse
+import dataclasses
 import glob
 import math
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..derived_transfer import curve as regime
 from ..derived_transfer import report
 from ..derived_transfer import stages as st
 from ..errors import VecoUserError
@@ -157,6 +159,15 @@ def get_parser() -> argparse.ArgumentParser:
                    help="XLM's TLM pairs: share of MLM's train lines [%(default)s]")  # fmt: skip
     g = p.add_argument_group("pre-training (default: the --scale's)")
     g.add_argument("--updates", type=int, help="updates per model (cpu and gpu 2500)")
+    g.add_argument(
+        "--curve",
+        metavar="UPDATES",
+        help="a regime curve instead of --updates: ascending comma-separated budgets, each "
+        "a multiple of 50 (e.g. 1000,2500,5000,10000,20000); each model is pre-trained once "
+        "to the last and the model at every budget fine-tuned and scored (it is the run of "
+        "that many updates: inverse-sqrt decay); OUT/curve.{md,png}: Δ and alignment "
+        "against tokens seen",
+    )
     g.add_argument("--warmup", type=int, help="inverse-sqrt warm-up updates (cpu 250)")
     g.add_argument("--lr", help="peak learning rate (cpu 1e-3)")
     g.add_argument("--alpha", type=float,
@@ -265,6 +276,7 @@ def config_from(args: argparse.Namespace) -> st.Config:
     for flag in ("max_text_lines", "pos_train_sentences", "warmup"):
         check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}", 0)
     check_at_least(args.max_positions, "--max-positions", 8)
+    curve = budgets(args.curve, args.updates)
     check_at_least(args.max_length, "--max-length", 3)
     size: List[str] = []
     arch = _pick(args.arch, scale.arch)
@@ -305,7 +317,7 @@ def config_from(args: argparse.Namespace) -> st.Config:
         valid_lines=_pick(args.valid_lines, scale.valid_lines),
         tlm_share=args.tlm_share,
         alpha=args.alpha,
-        updates=_pick(args.updates, scale.updates),
+        updates=curve[-1] if curve else _pick(args.updates, scale.updates),
         warmup=_pick(args.warmup, scale.warmup),
         lr=_pick(args.lr, scale.lr),
         max_tokens=_pick(args.max_tokens, scale.max_tokens),
@@ -314,7 +326,27 @@ def config_from(args: argparse.Namespace) -> st.Config:
         size=tuple(size),
         device=("--fp16",) if gpu else ("--cpu",),
         finetune=finetune,
+        curve=curve,
     )
+
+
+def budgets(value: Optional[str], updates: Optional[int]) -> Tuple[int, ...]:
+    """``--curve``'s budgets, checked (empty without the flag)."""
+    if value is None:
+        return ()
+    if updates is not None:
+        raise VecoUserError(f"--curve {value} with --updates {updates}: give one of the two")
+    try:
+        counts = tuple(int(x) for x in value.split(","))
+    except ValueError:
+        counts = ()
+    ascending = all(a < b for a, b in zip(counts, counts[1:]))
+    if not counts or not ascending or any(c <= 0 or c % regime.LOG_INTERVAL for c in counts):
+        raise VecoUserError(
+            f"--curve {value}: give ascending update counts, each a positive multiple of "
+            f"{regime.LOG_INTERVAL}, comma-separated (e.g. 1000,2500,5000,10000)"
+        )
+    return counts
 
 
 NOTES = (
@@ -335,12 +367,16 @@ NOTES = (
 )
 
 
-def cell(cfg: st.Config, transform: str, objective: str) -> report.Cell:
-    """One model's scores, read from its finished stages."""
-    sup = st.pos_scores(cfg, transform, objective, st.DERIVED)
-    zs = st.pos_scores(cfg, transform, objective, "en")
-    pretrained = st.read_alignment(cfg, transform, objective)
-    tuned = st.read_alignment(cfg, transform, objective, tuned=True)
+def cell(
+    cfg: st.Config, transform: str, objective: str, updates: Optional[int] = None
+) -> report.Cell:
+    """One model's scores, read from its finished stages (``updates``: the model at a
+    curve's budget, its label naming it)."""
+    sup = st.pos_scores(cfg, transform, objective, st.DERIVED, updates)
+    zs = st.pos_scores(cfg, transform, objective, "en", updates)
+    pretrained = st.read_alignment(cfg, transform, objective, updates=updates)
+    tuned = st.read_alignment(cfg, transform, objective, tuned=True, updates=updates)
+    label = st.OBJECTIVES[objective].label
 
     def optional(key: str) -> Optional[float]:
         return pretrained[key]["score"] if key in pretrained else None
@@ -348,7 +384,7 @@ def cell(cfg: st.Config, transform: str, objective: str) -> report.Cell:
     return report.Cell(
         transform=transform,
         objective=objective,
-        label=st.OBJECTIVES[objective].label,
+        label=label if updates is None else f"{label} @ {updates}",
         sup=sup["f1"],
         zs=zs["f1"],
         alignment=pretrained["score"],
@@ -362,8 +398,23 @@ def cell(cfg: st.Config, transform: str, objective: str) -> report.Cell:
     )
 
 
+def curve_points(cfg: st.Config) -> List[regime.Point]:
+    """The regime curve: every model at every budget, with the tokens it had seen."""
+    points = []
+    for t in cfg.transforms:
+        for o in cfg.objectives:
+            log = cfg.path("logs", f"pretrain-{st.model_name(t, o)}.log")
+            progress = regime.read_progress(log) if os.path.isfile(log) else {}
+            for b in cfg.curve:
+                c = cell(cfg, t, o, b)
+                c = dataclasses.replace(c, label=st.OBJECTIVES[o].label)
+                points.append(regime.Point(b, c, progress.get(b)))
+    return points
+
+
 def results(cfg: st.Config) -> str:
-    cells = [cell(cfg, t, o) for t in cfg.transforms for o in cfg.objectives]
+    cells = [cell(cfg, t, o, b) for t in cfg.transforms for o in cfg.objectives
+             for b in cfg.budgets]  # fmt: skip
     about = {
         "settings": {
             "updates": cfg.updates, "arch": cfg.arch, "size": list(cfg.size),
@@ -373,7 +424,20 @@ def results(cfg: st.Config) -> str:
             "finetune_batch_size": cfg.finetune.batch_size, "seed": cfg.seed,
         },
     }  # fmt: skip
-    return report.write(cfg.out, cells, about, NOTES)
+    text = report.write(cfg.out, cells, about, NOTES)
+    if cfg.curve:
+        about["settings"]["curve"] = list(cfg.curve)
+        notes = (*NOTES, CURVE_NOTE)
+        text += "\n" + regime.write(cfg.out, curve_points(cfg), about, notes)
+    return text
+
+
+CURVE_NOTE = (
+    "curve: each model pre-trained once; the model at B updates is the B-update run's "
+    "(inverse-sqrt decay, every update seeded by its number); tokens seen: fairseq's "
+    "logged tokens per update (wpb) summed; passes: fairseq's epochs over the "
+    "pre-training data (both languages' text)"
+)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -382,8 +446,9 @@ def main(args: argparse.Namespace) -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (cores or 1) // args.jobs)))
     models = len(cfg.transforms) * len(cfg.objectives)
+    budgets = f"; each at {', '.join(map(str, cfg.curve))} updates" if cfg.curve else ""
     print(f"== {PROG}: {models} model(s) ({', '.join(cfg.transforms)} x "
-          f"{', '.join(cfg.objectives)}), results in {cfg.out}")  # fmt: skip
+          f"{', '.join(cfg.objectives)}{budgets}), results in {cfg.out}")  # fmt: skip
 
     def work(runner: Runner) -> None:
         runner.run_pipeline(st.shared_stages(cfg))
@@ -393,7 +458,8 @@ def main(args: argparse.Namespace) -> int:
     if status:
         return status
     print("\n" + results(cfg))
-    print(f"== written: {cfg.out}/results.md, results.json, results.png")
+    curve = ", curve.md, curve.json, curve.png" if cfg.curve else ""
+    print(f"== written: {cfg.out}/results.md, results.json, results.png{curve}")
     return 0
 
 

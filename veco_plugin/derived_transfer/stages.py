@@ -14,7 +14,9 @@ data-<t>                   the pieces split (valid: the last lines), TLM pairs d
 prepare-<t>-{en,der}       ``veco-prepare-tagging``: English / derived POS train and dev
                            -> OUT/pos/<t>-{en,der}/data
 pretrain-<t>-<o>           ``fairseq-train --task veco_pretraining`` with objective <o>
-                           (saves every 500 updates; a re-run continues it)
+                           (saves every 500 updates; a re-run continues it); with
+                           ``--curve``, continued to each budget B in turn, the model at B
+                           kept as checkpoint_uB.pt
 align-<t>-<o>              the alignment scores of its embeddings -> .../alignment.json
 finetune-<t>-<o>-{zs,sup}  ``fairseq-train --task veco_tagging`` from it on English (ZS) or
                            the derived language (SUP), the model after the last epoch kept
@@ -23,6 +25,9 @@ align-<t>-<o>-zs           the alignment scores of the ZS fine-tuned model's emb
 test-<t>-<o>-{zs,sup}      ``veco-tag-eval`` on the derived **dev** file -> scores.json
                            (seqeval F1 and accuracy)
 =========================  ================================================================
+
+With ``--curve`` every model's stages after pretrain are repeated per budget B, named
+<t>-<o>-uB (align-trans-mlm-u5000, ...): the regime curve.
 
 One pipeline per model (pretrain .. test), after the shared stages; the pipelines run side
 by side on ``--jobs`` slots (:mod:`..quickstart.scheduler`). The fine-tuning and test
@@ -42,11 +47,12 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE
 from ..corpora.tagging import format_tagged_tsv, read_tagged
 from ..pretraining_command import USER_DIR, PretrainingCommand
-from ..quickstart.scheduler import Stage
+from ..quickstart.scheduler import Stage, StageFailed
 from ..xtreme import stages as xtreme
 from ..xtreme.models import Pretrained
 from ..xtreme.recipes import RECIPES
 from .alignment_score import score_checkpoint
+from .curve import LOG_INTERVAL
 
 if TYPE_CHECKING:
     from ..quickstart.scheduler import StageContext
@@ -138,6 +144,7 @@ class Config:
     """ALIGN-MLM's ``--align-weight`` (None: the criterion's, the paper's 10)."""
     # pre-training
     updates: int
+    """the pre-training's updates (with ``curve``: its last budget)."""
     warmup: int
     lr: str
     max_tokens: int
@@ -148,6 +155,16 @@ class Config:
     # fine-tuning (veco-xtreme's Settings)
     finetune: xtreme.Settings
     workers: int = 1
+    curve: Tuple[int, ...] = ()
+    """a regime curve's budgets (ascending updates; the last is ``updates``): each model is
+    pre-trained once and the model at every budget fine-tuned and scored; empty: the
+    model after ``updates`` alone."""
+
+    @property
+    def budgets(self) -> Tuple[Optional[int], ...]:
+        """The pre-training budgets scored per model: the curve's, or (None,) for the model
+        after ``updates``."""
+        return self.curve or (None,)
 
     @property
     def python(self) -> List[str]:
@@ -177,8 +194,9 @@ class Config:
         return self.path("pretrain", f"{transform}-{objective}")
 
 
-def model_name(transform: str, objective: str) -> str:
-    return f"{transform}-{objective}"
+def model_name(transform: str, objective: str, updates: Optional[int] = None) -> str:
+    """<t>-<o>, or <t>-<o>-u<updates> for the model at a curve's budget."""
+    return f"{transform}-{objective}" + ("" if updates is None else f"-u{updates}")
 
 
 # ------------------------------------------------------------------------- shared stages
@@ -349,8 +367,55 @@ def shared_stages(cfg: Config) -> List[Stage]:
 # ------------------------------------------------------------------------ per model
 
 
-def checkpoint(cfg: Config, transform: str, objective: str) -> str:
-    return os.path.join(cfg.pretrain_dir(transform, objective), "checkpoint_last.pt")
+def checkpoint(cfg: Config, transform: str, objective: str, updates: Optional[int] = None) -> str:
+    """The pre-trained model: after the run, or (``updates``) at a curve's budget."""
+    save_dir = cfg.pretrain_dir(transform, objective)
+    if updates is None:
+        return os.path.join(save_dir, "checkpoint_last.pt")
+    return budget_checkpoint(save_dir, updates)
+
+
+def budget_checkpoint(save_dir: str, updates: int) -> str:
+    return os.path.join(save_dir, f"checkpoint_u{updates}.pt")
+
+
+def saved_updates(path: str) -> int:
+    """The updates of the fairseq checkpoint at ``path`` (0 when there is none)."""
+    from ..checkpoints.averaging import num_updates
+    from ..checkpoints.trusted_load import load_trusted
+
+    return num_updates(load_trusted(path)) if os.path.isfile(path) else 0
+
+
+def continued(save_dir: str, budgets: Sequence[int]):
+    """A regime curve's pre-training body: the stage's command continued to each budget B
+    in turn (``--max-update B`` appended: argparse keeps the last), the model at B copied
+    to checkpoint_uB.pt. The model at B is the B-update run's: inverse_sqrt's rate depends
+    on the update alone, fairseq seeds every update from ``--seed`` and its number and
+    restores the data iterator's position, and a save does not draw. The directory is
+    owned by the command less its ``--max-update`` (the last budget): a curve cut short or
+    extended keeps the models kept so far."""
+
+    def body(ctx: "StageContext") -> None:
+        command = list(ctx.stage.command)
+        at = command.index("--max-update")
+        xtreme.claim(ctx, save_dir, command[:at] + command[at + 2 :])
+        last = os.path.join(save_dir, "checkpoint_last.pt")
+        for budget in budgets:
+            kept = budget_checkpoint(save_dir, budget)
+            if os.path.isfile(kept):
+                continue
+            if saved_updates(last) != budget:
+                ctx.run([*ctx.stage.command, "--max-update", str(budget)])
+            reached = saved_updates(last)
+            if reached != budget:
+                ctx.echo(f"{last}: {reached} updates after --max-update {budget}")
+                raise StageFailed(1)
+            shutil.copyfile(last, kept + ".part")
+            os.replace(kept + ".part", kept)
+            ctx.echo(f"the model at {budget} updates: {kept}")
+
+    return body
 
 
 def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
@@ -380,32 +445,41 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
         device=cfg.device,
         save_every=min(cfg.updates, SAVE_EVERY),
         keep_last=1,
+        validate="never" if cfg.curve else "at_end",
+        log_interval=LOG_INTERVAL,
         seed=cfg.seed,
         extra=tuple(flags),
     ).args()
     command = cfg.python + ["fairseq_cli.train", *args]
     save_dir = cfg.pretrain_dir(transform, objective)
     name = f"pretrain-{model_name(transform, objective)}"
-    return Stage(name, command, xtreme.resumable(save_dir))
+    body = continued(save_dir, cfg.curve) if cfg.curve else xtreme.resumable(save_dir)
+    return Stage(name, command, body)
 
 
-def alignment_path(cfg: Config, transform: str, objective: str, tuned: bool = False) -> str:
-    """The pre-trained model's alignment.json, or (``tuned``) its ZS fine-tuned model's."""
+def alignment_path(
+    cfg: Config, transform: str, objective: str, tuned: bool = False, updates: Optional[int] = None
+) -> str:
+    """The pre-trained model's alignment.json, or (``tuned``) its ZS fine-tuned model's;
+    ``updates``: of the model at a curve's budget."""
     if tuned:
-        name = finetune_name(transform, objective, ENGLISH)
+        name = finetune_name(transform, objective, ENGLISH, updates)
         return os.path.join(pos_out(cfg), name, "alignment.json")
-    return os.path.join(cfg.pretrain_dir(transform, objective), "alignment.json")
+    stem = "alignment" if updates is None else f"alignment_u{updates}"
+    return os.path.join(cfg.pretrain_dir(transform, objective), stem + ".json")
 
 
-def align(cfg: Config, transform: str, objective: str, tuned: bool = False) -> Stage:
+def align(
+    cfg: Config, transform: str, objective: str, tuned: bool = False, updates: Optional[int] = None
+) -> Stage:
     """align-<t>-<o>: the alignment scores (:func:`score_checkpoint`) of the pre-trained
     model, or (``tuned``, align-<t>-<o>-zs) of the model fine-tuned on English."""
-    ckpt = checkpoint(cfg, transform, objective)
-    name = model_name(transform, objective)
+    ckpt = checkpoint(cfg, transform, objective, updates)
+    name = model_name(transform, objective, updates)
     if tuned:
-        name = finetune_name(transform, objective, ENGLISH)
+        name = finetune_name(transform, objective, ENGLISH, updates)
         ckpt = xtreme.kept_checkpoint(RECIPE, pos_out(cfg), name)
-    out = alignment_path(cfg, transform, objective, tuned)
+    out = alignment_path(cfg, transform, objective, tuned, updates)
     texts = [os.path.join(data_dir(cfg, transform), "text", "train.en")]
     pairs = cfg.path("derived", PAIRS_FILE)
 
@@ -421,16 +495,18 @@ def align(cfg: Config, transform: str, objective: str, tuned: bool = False) -> S
     return Stage(f"align-{name}", command, body)
 
 
-def finetune_name(transform: str, objective: str, lang: str) -> str:
-    return f"{model_name(transform, objective)}-{'zs' if lang == ENGLISH else 'sup'}"
+def finetune_name(transform: str, objective: str, lang: str, updates: Optional[int] = None) -> str:
+    return f"{model_name(transform, objective, updates)}-{'zs' if lang == ENGLISH else 'sup'}"
 
 
-def finetune_stages(cfg: Config, transform: str, objective: str, lang: str) -> List[Stage]:
+def finetune_stages(
+    cfg: Config, transform: str, objective: str, lang: str, updates: Optional[int] = None
+) -> List[Stage]:
     out = pos_out(cfg)
     row = pos_row(
         cfg,
-        finetune_name(transform, objective, lang),
-        checkpoint(cfg, transform, objective),
+        finetune_name(transform, objective, lang, updates),
+        checkpoint(cfg, transform, objective, updates),
         OBJECTIVES[objective].languages,
     )
     data = xtreme.data_dir(out, pos_row(cfg, f"{transform}-{lang}"), None)
@@ -442,14 +518,16 @@ def finetune_stages(cfg: Config, transform: str, objective: str, lang: str) -> L
     outputs = (xtreme.scores_path(out, row.name), os.path.join(out, row.name, "predictions"))
     stages = [Stage(f"finetune-{row.name}", finetune, xtreme.finetune_body(save_dir, s))]
     if lang == ENGLISH:
-        stages.append(align(cfg, transform, objective, tuned=True))
+        stages.append(align(cfg, transform, objective, tuned=True, updates=updates))
     return stages + [Stage(f"test-{row.name}", test, body=xtreme.fresh(*outputs))]
 
 
 def model_pipeline(cfg: Config, transform: str, objective: str) -> List[Stage]:
-    stages = [pretrain(cfg, transform, objective), align(cfg, transform, objective)]
-    for lang in (ENGLISH, DERIVED):
-        stages += finetune_stages(cfg, transform, objective, lang)
+    stages = [pretrain(cfg, transform, objective)]
+    for updates in cfg.budgets:
+        stages.append(align(cfg, transform, objective, updates=updates))
+        for lang in (ENGLISH, DERIVED):
+            stages += finetune_stages(cfg, transform, objective, lang, updates)
     return stages
 
 
@@ -457,19 +535,21 @@ def pipelines(cfg: Config) -> List[List[Stage]]:
     return [model_pipeline(cfg, t, o) for t in cfg.transforms for o in cfg.objectives]
 
 
-def pos_scores(cfg: Config, transform: str, objective: str, lang: str) -> Dict[str, float]:
+def pos_scores(
+    cfg: Config, transform: str, objective: str, lang: str, updates: Optional[int] = None
+) -> Dict[str, float]:
     """POS seqeval F1 and accuracy (%) on the derived dev file of a finished test stage
     (``lang``: the fine-tuning's, en for ZS)."""
-    name = finetune_name(transform, objective, lang)
+    name = finetune_name(transform, objective, lang, updates)
     with open(xtreme.scores_path(pos_out(cfg), name), encoding="utf-8") as f:
         scores = json.load(f)[name]
     return {metric: float(scores[metric][DERIVED]) for metric in ("f1", "accuracy")}
 
 
 def read_alignment(
-    cfg: Config, transform: str, objective: str, tuned: bool = False
+    cfg: Config, transform: str, objective: str, tuned: bool = False, updates: Optional[int] = None
 ) -> Dict[str, Any]:
-    with open(alignment_path(cfg, transform, objective, tuned), encoding="utf-8") as f:
+    with open(alignment_path(cfg, transform, objective, tuned, updates), encoding="utf-8") as f:
         return json.load(f)
 
 

@@ -244,28 +244,33 @@ def remove(*paths: str) -> None:
             os.remove(path)
 
 
+def claim(ctx: "StageContext", save_dir: str, command: Optional[Sequence[str]] = None) -> None:
+    """Make ``save_dir`` the stage's: kept when ``save_dir/command.json`` holds ``command``
+    (default: the stage's; an interrupted run of it continues), else emptied and claimed."""
+    owner = os.path.join(save_dir, "command.json")
+    command = list(ctx.stage.command if command is None else command)
+    try:
+        with open(owner, encoding="utf-8") as f:
+            ours = json.load(f) == command
+    except (OSError, ValueError):
+        ours = False
+    if ours:
+        ctx.echo(f"continuing the interrupted run in {save_dir}")
+        return
+    remove(save_dir)
+    os.makedirs(save_dir)
+    with open(owner, "w", encoding="utf-8") as f:
+        json.dump(command, f)
+
+
 def resumable(save_dir: str):
     """A stage body for a ``fairseq-train`` that saves into ``save_dir``: an interrupted
     run of the same command continues (fairseq resumes from ``checkpoint_last.pt``); a
-    ``save_dir`` left by another command, or by none, is removed first.
-    ``save_dir/command.json`` holds the command that owns it."""
+    ``save_dir`` left by another command, or by none, is removed first (:func:`claim`)."""
 
     def body(ctx: "StageContext") -> None:
-        owner = os.path.join(save_dir, "command.json")
-        command = list(ctx.stage.command)
-        try:
-            with open(owner, encoding="utf-8") as f:
-                ours = json.load(f) == command
-        except (OSError, ValueError):
-            ours = False
-        if ours:
-            ctx.echo(f"continuing the interrupted run in {save_dir}")
-        else:
-            remove(save_dir)
-            os.makedirs(save_dir)
-            with open(owner, "w", encoding="utf-8") as f:
-                json.dump(command, f)
-        ctx.run(command, show=False)  # the runner showed it
+        claim(ctx, save_dir)
+        ctx.run(ctx.stage.command, show=False)  # the runner showed it
 
     return body
 

@@ -1,0 +1,57 @@
+"""``veco-derived-transfer --curve``'s pre-training (``stages.continued``) through the
+real fairseq-train: the model kept at each budget is, bit for bit, the model of a run of
+that many updates (one uninterrupted run compared), a re-run keeps what is kept, and the
+tokens seen and passes read from the stage's log are the uninterrupted run's records."""
+
+import os
+
+import torch
+
+from tests.helpers.runner import BIN, env, monolingual, pretrain_args, run
+from veco_plugin.checkpoints.trusted_load import load_trusted
+from veco_plugin.derived_transfer import curve
+from veco_plugin.derived_transfer.stages import budget_checkpoint, continued
+from veco_plugin.quickstart.scheduler import Stage, run_resumable
+
+BUDGETS = (30, 60)
+
+
+def _args(data, save_dir):
+    args = pretrain_args(data, save_dir, "veco_terms", BUDGETS[-1], "--terms", "mono_mlm=1")
+    return monolingual(args) + ["--log-interval", "10"]
+
+
+def _run_curve(data, out):
+    save_dir = str(out / "pretrain")
+    stage = Stage("pretrain-curve", [os.path.join(BIN, "fairseq-train"), *_args(data, save_dir)],
+                  continued(save_dir, BUDGETS), env=env())  # fmt: skip
+    status = run_resumable(str(out), 1, "test", lambda runner: runner.run_pipeline([stage]))
+    assert status == 0
+    return save_dir
+
+
+def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data, tmp_path):
+    save_dir = _run_curve(pretrain_data, tmp_path / "curve")
+    direct = run("fairseq-train", _args(pretrain_data, tmp_path / "direct")).stdout
+    kept = {b: load_trusted(budget_checkpoint(save_dir, b)) for b in BUDGETS}
+    last = load_trusted(str(tmp_path / "direct" / "checkpoint_last.pt"))
+    for b, state in kept.items():
+        assert state["optimizer_history"][-1]["num_updates"] == b
+    for name, value in last["model"].items():
+        assert torch.equal(kept[BUDGETS[-1]]["model"][name], value), name
+    assert any(not torch.equal(kept[BUDGETS[0]]["model"][k], v) for k, v in last["model"].items())
+
+    log = tmp_path / "curve" / "logs" / "pretrain-curve.log"
+    text = log.read_text(encoding="utf-8")
+    assert text.count(f"Loaded checkpoint {save_dir}/checkpoint_last.pt") == 1  # the resume
+    (tmp_path / "direct.log").write_text(direct, encoding="utf-8")
+    assert curve.read_progress(str(log)) == curve.read_progress(str(tmp_path / "direct.log"))
+    progress = curve.read_progress(str(log))[BUDGETS[-1]]
+    assert progress.tokens > 0 and 0 < progress.passes
+
+    # the stamp removed (an interrupted pipeline): the kept models are not trained again
+    before = os.stat(budget_checkpoint(save_dir, BUDGETS[-1])).st_mtime_ns
+    (tmp_path / "curve" / "stamps" / "pretrain-curve.done").unlink()
+    _run_curve(pretrain_data, tmp_path / "curve")
+    assert os.stat(budget_checkpoint(save_dir, BUDGETS[-1])).st_mtime_ns == before
+    assert "done training" not in log.read_text(encoding="utf-8").split(text)[-1]
