@@ -94,6 +94,7 @@ def test_benchmark_json(tmp_path):
     assert re.search(r"^word alignments: [1-9]\d* piece links", proc.stdout, re.M)
 
 
+@pytest.mark.slow  # 2-7 min on 2 cores: a benchmark's pipeline, not the plugin's
 @pytest.mark.skipif(
     not wmt_fixture.have_catalogs(("de",)), reason="no German gettext catalogs (the corpus)"
 )

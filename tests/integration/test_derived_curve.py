@@ -1,16 +1,22 @@
 """``veco-derived-transfer --curve``'s pre-training (``stages.continued``) through the
 real fairseq-train: the model kept at each budget is, bit for bit, the model of a run of
 that many updates (one uninterrupted run compared), a re-run keeps what is kept, and the
-tokens seen and passes read from the stage's log are the uninterrupted run's records."""
+tokens seen and passes read from the stage's log are the uninterrupted run's records; and
+``veco-derived-transfer --smoke --curve`` end to end (OUT/curve.{md,json,png})."""
 
+import json
 import os
+import re
 
+import pytest
 import torch
 
 from tests.helpers.runner import BIN, env, monolingual, pretrain_args, run
+from tests.integration import test_derived_transfer_cli as cli_test
 from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.derived_transfer import curve
 from veco_plugin.derived_transfer.stages import budget_checkpoint, continued
+from veco_plugin.quickstart.options import QuickstartError
 from veco_plugin.quickstart.scheduler import Stage, run_resumable
 
 BUDGETS = (30, 60)
@@ -21,12 +27,11 @@ def _args(data, save_dir):
     return monolingual(args) + ["--log-interval", "10"]
 
 
-def _run_curve(data, out):
+def _run_curve(data, out, budgets=BUDGETS):
     save_dir = str(out / "pretrain")
     stage = Stage("pretrain-curve", [os.path.join(BIN, "fairseq-train"), *_args(data, save_dir)],
-                  continued(save_dir, BUDGETS), env=env())  # fmt: skip
-    status = run_resumable(str(out), 1, "test", lambda runner: runner.run_pipeline([stage]))
-    assert status == 0
+                  continued(save_dir, budgets), env=env())  # fmt: skip
+    assert run_resumable(str(out), 1, "test", lambda runner: runner.run_pipeline([stage])) == 0
     return save_dir
 
 
@@ -55,3 +60,38 @@ def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data,
     _run_curve(pretrain_data, tmp_path / "curve")
     assert os.stat(budget_checkpoint(save_dir, BUDGETS[-1])).st_mtime_ns == before
     assert "done training" not in log.read_text(encoding="utf-8").split(text)[-1]
+
+    # a budget below the updates made cannot be kept: refused, the run left as it is
+    (tmp_path / "curve" / "stamps" / "pretrain-curve.done").unlink()
+    with pytest.raises(QuickstartError, match="is at 60 updates: the model at 20 was not kept"):
+        _run_curve(pretrain_data, tmp_path / "curve", (20, BUDGETS[-1]))
+    last_now = load_trusted(os.path.join(save_dir, "checkpoint_last.pt"))
+    assert last_now["optimizer_history"][-1]["num_updates"] == BUDGETS[-1]
+
+
+def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path):
+    """--curve: one pre-training continued to each budget, the model at each fine-tuned
+    and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log."""
+    out = tmp_path / "run"
+    flags = [f for f in cli_test.FLAGS if f not in ("--jobs", "2")]
+    flags[flags.index("--transforms") + 1] = "trans"
+    flags[flags.index("--objectives") + 1] = "mlm"
+    proc = run(
+        cli_test.PROG, ["--out", out, *flags, "--jobs", "1", "--curve", "50,100"], timeout=600
+    )
+    assert "each at 50, 100 updates" in proc.stdout
+    assert proc.stdout.count("start (log: ") == len(re.findall(r"done in", proc.stdout))
+    for b in (50, 100):
+        assert (out / "pretrain" / "trans-mlm" / f"checkpoint_u{b}.pt").is_file()
+        assert f"| MLM @ {b} |" in proc.stdout
+    payload = json.loads((out / "curve.json").read_text(encoding="utf-8"))
+    points = payload["points"]
+    assert [p["updates"] for p in points] == [50, 100] and payload["settings"]["curve"] == [50, 100]
+    assert (
+        0 < points[0]["tokens"] < points[1]["tokens"]
+        and 0 < points[0]["passes"] < points[1]["passes"]
+    )
+    for p in points:
+        assert p["delta"] == pytest.approx(p["sup"] - p["zs"]) and 0 <= p["alignment"] <= 1
+    assert "| T_trans | MLM | 100 |" in (out / "curve.md").read_text(encoding="utf-8")
+    assert (out / "curve.png").stat().st_size > 0

@@ -148,29 +148,3 @@ def test_veco_xtreme_reads_language_embeddings_from_the_weights(smoke):
         flags[objective] = " ".join(row.model_flags)
     assert flags["xlm_lid"].endswith("--language-embeddings 2")
     assert "--language-embeddings" not in flags["mlm"]
-
-
-def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path):
-    """--curve: one pre-training continued to each budget, the model at each fine-tuned
-    and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log."""
-    out = tmp_path / "run"
-    flags = [f for f in FLAGS if f not in ("--jobs", "2")]
-    flags[flags.index("--transforms") + 1] = "trans"
-    flags[flags.index("--objectives") + 1] = "mlm"
-    proc = run(PROG, ["--out", out, *flags, "--jobs", "1", "--curve", "50,100"], timeout=600)
-    assert "each at 50, 100 updates" in proc.stdout
-    assert proc.stdout.count("start (log: ") == len(re.findall(r"done in", proc.stdout))
-    for b in (50, 100):
-        assert (out / "pretrain" / "trans-mlm" / f"checkpoint_u{b}.pt").is_file()
-        assert f"| MLM @ {b} |" in proc.stdout
-    payload = json.loads((out / "curve.json").read_text(encoding="utf-8"))
-    points = payload["points"]
-    assert [p["updates"] for p in points] == [50, 100] and payload["settings"]["curve"] == [50, 100]
-    assert (
-        0 < points[0]["tokens"] < points[1]["tokens"]
-        and 0 < points[0]["passes"] < points[1]["passes"]
-    )
-    for p in points:
-        assert p["delta"] == pytest.approx(p["sup"] - p["zs"]) and 0 <= p["alignment"] <= 1
-    assert "| T_trans | MLM | 100 |" in (out / "curve.md").read_text(encoding="utf-8")
-    assert (out / "curve.png").stat().st_size > 0

@@ -405,7 +405,12 @@ def continued(save_dir: str, budgets: Sequence[int]):
             kept = budget_checkpoint(save_dir, budget)
             if os.path.isfile(kept):
                 continue
-            if saved_updates(last) != budget:
+            reached = saved_updates(last)
+            if reached > budget:  # fairseq would train on past it: the run would change
+                ctx.echo(f"{last} is at {reached} updates: the model at {budget} was not "
+                         f"kept; give budgets above {reached}, or another --out")  # fmt: skip
+                raise StageFailed(1)
+            if reached < budget:
                 ctx.run([*ctx.stage.command, "--max-update", str(budget)])
             reached = saved_updates(last)
             if reached != budget:
