@@ -78,9 +78,11 @@ def markdown(points: Sequence[Point], notes: Sequence[str] = ()) -> str:
     ]
     for p in points:
         c, g = p.cell, p.progress
+        tokens = None if g is None else g.tokens / 1e6
+        passes = None if g is None else g.passes
         lines.append(
             f"| {TRANSFORM_LABELS.get(c.transform, c.transform)} | {c.label} | {p.updates} | "
-            f"{_or_dash(g and g.tokens / 1e6, '.1f')} | {_or_dash(g and g.passes, '.2f')} | "
+            f"{_or_dash(tokens, '.1f')} | {_or_dash(passes, '.2f')} | "
             f"{c.sup:.1f} / {c.zs:.1f} / {c.delta:.1f} | {c.delta_accuracy:.1f} | "
             f"{_or_dash(100 * c.alignment, '.1f')} |"
         )
