@@ -107,8 +107,8 @@ def _series(points: Sequence[Point]) -> Dict[tuple, List[Point]]:
 
 
 def plot(points: Sequence[Point], path: str) -> None:
-    """Δ (F1, left axis) and alignment (%, right axis) against tokens seen (log scale; the
-    updates where a point has no logged tokens), one line pair per model."""
+    """Δ (F1, left axis) and alignment (%, right axis), both on 0-100, against tokens seen
+    (log scale; the updates where a point has no logged tokens), one line pair per model."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -122,6 +122,9 @@ def plot(points: Sequence[Point], path: str) -> None:
         name = f"{TRANSFORM_LABELS.get(transform, transform)} {label}"
         left.plot(x, [p.cell.delta for p in mine], "o-", label=f"Δ F1, {name}")
         right.plot(x, [100 * p.cell.alignment for p in mine], "s--", label=f"alignment, {name}")
+    deltas = [p.cell.delta for p in points]
+    left.set_ylim(min(0.0, min(deltas)), max(100.0, max(deltas)))  # percents, 0 to 100
+    right.set_ylim(0, 100)
     left.set_xscale("log")
     left.set_xlabel("tokens seen in pre-training" if known else "pre-training updates")
     left.set_ylabel("Δ = SUP − ZS (POS F1)")
