@@ -63,7 +63,10 @@ def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data,
 
     # a budget below the updates made cannot be kept: refused, the run left as it is
     (tmp_path / "curve" / "stamps" / "pretrain-curve.done").unlink()
-    with pytest.raises(QuickstartError, match="is at 60 updates: the model at 20 was not kept"):
+    with pytest.raises(
+        QuickstartError,
+        match="is at 60 updates: the model at 20 was not kept; give budgets from 60 on",
+    ):
         _run_curve(pretrain_data, tmp_path / "curve", (20, BUDGETS[-1]))
     last_now = load_trusted(os.path.join(save_dir, "checkpoint_last.pt"))
     assert last_now["optimizer_history"][-1]["num_updates"] == BUDGETS[-1]
@@ -73,17 +76,17 @@ def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path):
     """--curve: one pre-training continued to each budget, the model at each fine-tuned
     and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log."""
     out = tmp_path / "run"
-    flags = [f for f in cli_test.FLAGS if f not in ("--jobs", "2")]
+    flags = list(cli_test.FLAGS)
+    flags[flags.index("--jobs") + 1] = "1"
     flags[flags.index("--transforms") + 1] = "trans"
     flags[flags.index("--objectives") + 1] = "mlm"
-    proc = run(
-        cli_test.PROG, ["--out", out, *flags, "--jobs", "1", "--curve", "50,100"], timeout=600
-    )
+    proc = run(cli_test.PROG, ["--out", out, *flags, "--curve", "50,100"], timeout=600)
     assert "each at 50, 100 updates" in proc.stdout
     assert proc.stdout.count("start (log: ") == len(re.findall(r"done in", proc.stdout))
     for b in (50, 100):
         assert (out / "pretrain" / "trans-mlm" / f"checkpoint_u{b}.pt").is_file()
-        assert f"| MLM @ {b} |" in proc.stdout
+        assert f"| T_trans | MLM | {b} |" in proc.stdout  # the curve's table
+    assert "| MLM @ 100 |" in proc.stdout and "| MLM @ 50 |" not in proc.stdout  # results.md
     payload = json.loads((out / "curve.json").read_text(encoding="utf-8"))
     points = payload["points"]
     assert [p["updates"] for p in points] == [50, 100] and payload["settings"]["curve"] == [50, 100]

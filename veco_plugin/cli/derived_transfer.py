@@ -165,7 +165,7 @@ def get_parser() -> argparse.ArgumentParser:
         help="a regime curve instead of --updates: ascending comma-separated budgets, each "
         "a multiple of 50 (e.g. 1000,2500,5000,10000,20000); each model is pre-trained once "
         "to the last and the model at every budget fine-tuned and scored (it is the run of "
-        "that many updates: inverse-sqrt decay); OUT/curve.{md,png}: Δ and alignment "
+        "that many updates: inverse-sqrt decay); OUT/curve.{md,json,png}: Δ and alignment "
         "against tokens seen",
     )
     g.add_argument("--warmup", type=int, help="inverse-sqrt warm-up updates (cpu 250)")
@@ -413,8 +413,10 @@ def curve_points(cfg: st.Config) -> List[regime.Point]:
 
 
 def results(cfg: st.Config) -> str:
-    cells = [cell(cfg, t, o, b) for t in cfg.transforms for o in cfg.objectives
-             for b in cfg.budgets]  # fmt: skip
+    """OUT/results.{md,json,png} of every model (with a curve: at its last budget, ρ over
+    models, not over one model's budgets), and with a curve OUT/curve.{md,json,png}."""
+    last = cfg.curve[-1] if cfg.curve else None
+    cells = [cell(cfg, t, o, last) for t in cfg.transforms for o in cfg.objectives]
     about = {
         "settings": {
             "updates": cfg.updates, "arch": cfg.arch, "size": list(cfg.size),
@@ -424,10 +426,11 @@ def results(cfg: st.Config) -> str:
             "finetune_batch_size": cfg.finetune.batch_size, "seed": cfg.seed,
         },
     }  # fmt: skip
-    text = report.write(cfg.out, cells, about, NOTES)
     if cfg.curve:
         about["settings"]["curve"] = list(cfg.curve)
-        notes = (*NOTES, CURVE_NOTE)
+    text = report.write(cfg.out, cells, about, NOTES)
+    if cfg.curve:
+        notes = (NOTES[0], NOTES[3], CURVE_NOTE)
         text += "\n" + regime.write(cfg.out, curve_points(cfg), about, notes)
     return text
 

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .report import TRANSFORM_LABELS, Cell
 
@@ -34,7 +34,7 @@ class Progress:
 
 def read_progress(log: str) -> Dict[int, Progress]:
     """update -> :class:`Progress` at every logged update of the fairseq log ``log``."""
-    records: Dict[int, Dict[str, str]] = {}
+    records: Dict[int, Tuple[float, float]] = {}
     with open(log, encoding="utf-8", errors="replace") as f:
         for line in f:
             at = line.find(RECORD)
@@ -42,15 +42,17 @@ def read_progress(log: str) -> Dict[int, Progress]:
                 continue
             try:
                 record = json.loads(line[at + len(RECORD) :])
-                records[int(record["num_updates"])] = record
+                update = int(float(record["num_updates"]))  # fairseq prints 1e+06 from 1M on
+                records[update] = (float(record["wpb"]), float(record["update"]))
             except (ValueError, KeyError, TypeError):
                 continue
     progress: Dict[int, Progress] = {}
     tokens, before = 0.0, 0
     for update in sorted(records):
-        tokens += float(records[update]["wpb"]) * (update - before)
+        wpb, epochs = records[update]
+        tokens += wpb * (update - before)
         before = update
-        progress[update] = Progress(tokens, float(records[update]["update"]))
+        progress[update] = Progress(tokens, epochs)
     return progress
 
 

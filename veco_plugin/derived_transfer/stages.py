@@ -408,10 +408,10 @@ def continued(save_dir: str, budgets: Sequence[int]):
             reached = saved_updates(last)
             if reached > budget:  # fairseq would train on past it: the run would change
                 ctx.echo(f"{last} is at {reached} updates: the model at {budget} was not "
-                         f"kept; give budgets above {reached}, or another --out")  # fmt: skip
+                         f"kept; give budgets from {reached} on, or another --out")  # fmt: skip
                 raise StageFailed(1)
             if reached < budget:
-                ctx.run([*ctx.stage.command, "--max-update", str(budget)])
+                ctx.run([*ctx.stage.command, "--max-update", str(budget)], ctx.stage.env)
             reached = saved_updates(last)
             if reached != budget:
                 ctx.echo(f"{last}: {reached} updates after --max-update {budget}")
@@ -448,7 +448,7 @@ def pretrain(cfg: Config, transform: str, objective: str) -> Stage:
         arch=cfg.arch,
         size=cfg.size,
         device=cfg.device,
-        save_every=min(cfg.updates, SAVE_EVERY),
+        save_every=SAVE_EVERY if cfg.curve else min(cfg.updates, SAVE_EVERY),
         keep_last=1,
         validate="never" if cfg.curve else "at_end",
         log_interval=LOG_INTERVAL,

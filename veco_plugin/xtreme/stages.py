@@ -270,7 +270,7 @@ def resumable(save_dir: str):
 
     def body(ctx: "StageContext") -> None:
         claim(ctx, save_dir)
-        ctx.run(ctx.stage.command, show=False)  # the runner showed it
+        ctx.run(ctx.stage.command, ctx.stage.env, show=False)  # the runner showed it
 
     return body
 
