@@ -16,8 +16,7 @@ from tests.integration import test_derived_transfer_cli as cli_test
 from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.derived_transfer import curve
 from veco_plugin.derived_transfer.stages import budget_checkpoint, continued
-from veco_plugin.quickstart.options import QuickstartError
-from veco_plugin.quickstart.scheduler import Stage, run_resumable
+from veco_plugin.pipeline.runner import PipelineError, Stage, run_resumable
 
 BUDGETS = (30, 60)
 
@@ -64,7 +63,7 @@ def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data,
     # a budget below the updates made cannot be kept: refused, the run left as it is
     (tmp_path / "curve" / "stamps" / "pretrain-curve.done").unlink()
     with pytest.raises(
-        QuickstartError,
+        PipelineError,
         match="is at 60 updates: the model at 20 was not kept; give budgets from 60 on",
     ):
         _run_curve(pretrain_data, tmp_path / "curve", (20, BUDGETS[-1]))

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from veco_plugin.objectives import OBJECTIVES, objective
+from veco_plugin.pipeline.runner import write_stamp
 from veco_plugin.quickstart import report
-from veco_plugin.quickstart.scheduler import write_stamp
 from veco_plugin.quickstart.stages import RANDOM_LABEL
 
 SOURCES = ["one two three four five", "six seven eight nine ten", "a b c d e"]

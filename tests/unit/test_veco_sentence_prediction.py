@@ -155,7 +155,7 @@ def test_stack_pair_pads_to_the_longer_side():
 
 
 def test_sentence_eval_names_its_own_flag_for_a_missing_checkpoint(tmp_path):
-    from veco_plugin.cli.sentence_prediction_eval import parse_checkpoints
+    from veco_plugin.cli.common import parse_checkpoints
     from veco_plugin.errors import VecoUserError
 
     missing = tmp_path / "no.pt"

@@ -9,5 +9,7 @@
 - ``load_errors``: a checkpoint that cannot serve ends the run in one line;
 - ``files``: the ``--output`` checkpoint of a console script, checked and written atomically;
 - ``config``: a checkpoint's model configuration (``cfg.model`` or legacy ``args``);
+- ``sizes``: a checkpoint's sizes from its weights, and the ``veco_transformer_*`` arch
+  that has them (``veco-init-nmt``, ``veco-xtreme``);
 - ``averaging``: ``veco-average-checkpoints``; ``vocab_map``: ``veco-reduce-vocab``'s map.
 """

@@ -29,9 +29,13 @@ from ..errors import VecoUserError
 from ..evaluation.bucc import best_threshold, extract, f1_scores, mine_candidates
 from ..evaluation.xtreme_retrieval import resolve, sentence_embeddings
 from ..outputs import write_text
-from .common import check_score_outputs, run_cli, write_scores
-from .sentence_prediction_eval import parse_checkpoints
-from .tag_eval import table
+from .common import (
+    check_score_outputs,
+    metric_table,
+    parse_checkpoints,
+    run_cli,
+    write_scores,
+)
 
 PROG = "veco-bucc-eval"
 logger = logging.getLogger("veco_plugin.cli.bucc_eval")
@@ -118,7 +122,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     tests = read_tests(args.data, args.test)
     results = {name: evaluate(args, name, ckpt, tests) for name, ckpt in checkpoints}
     metric = "f1" if all("f1" in r for r in results.values()) else "dev_f1"
-    print(table(results, metric, [*tests, "avg"]))
+    print(metric_table(results, metric, [*tests, "avg"]))
     write_scores(args.json, results)
     return results
 

@@ -42,8 +42,7 @@ from ..derived_transfer import curve as regime
 from ..derived_transfer import report
 from ..derived_transfer import stages as st
 from ..errors import VecoUserError
-from ..quickstart.options import QuickstartError
-from ..quickstart.scheduler import Runner, run_resumable
+from ..pipeline.runner import PipelineError, Runner, run_resumable
 from ..xtreme.stages import Settings
 from .common import check_at_least, run_cli
 
@@ -468,7 +467,7 @@ def main(args: argparse.Namespace) -> int:
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
     status: List[int] = []
-    run_cli(PROG, get_parser, lambda a: status.append(main(a)), QuickstartError, argv)
+    run_cli(PROG, get_parser, lambda a: status.append(main(a)), PipelineError, argv)
     raise SystemExit(status[0] if status else 0)
 
 

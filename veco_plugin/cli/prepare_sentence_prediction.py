@@ -24,15 +24,13 @@ releases; an unlabelled XTREME test file is refused) and the output:
 
 import argparse
 import json
-import re
-from typing import Container, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from ..corpora.xtreme import LAYOUTS, prepare
 from ..errors import VecoUserError
-from .common import run_cli
+from .common import check_split_name, run_cli
 
 PROG = "veco-prepare-sentence-prediction"
-SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -70,17 +68,6 @@ def get_parser() -> argparse.ArgumentParser:
         "xnli.dev.tsv / xnli.test.tsv); repeat per split",
     )
     return p
-
-
-def check_split_name(value: str, name: str, splits: Container[str], flag: str = "--split"):
-    """A split's name is a file name under --output, and given once."""
-    if not SPLIT_NAME.fullmatch(name):
-        raise VecoUserError(
-            f"{flag} {value}: the name {name!r} becomes a file name under --output: use "
-            "letters, digits, '_', '-' and '.' (e.g. train, valid, test_de)"
-        )
-    if name in splits:
-        raise VecoUserError(f"{flag} {name}= is given twice: give each split once")
 
 
 def parse_splits(values: Sequence[str]) -> Dict[str, Tuple[str, Optional[str]]]:

@@ -12,13 +12,12 @@ output: :mod:`veco_plugin.corpora.span_qa_data`.
 
 import argparse
 import json
-from typing import Dict, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..corpora.span_qa_data import prepare_span_qa
 from ..data.qa_windows import QaWindowSettings
 from ..errors import VecoUserError
-from .common import run_cli
-from .prepare_tagging import parse_splits
+from .common import run_cli, single_files
 
 PROG = "veco-prepare-span-qa"
 
@@ -56,19 +55,6 @@ def get_parser() -> argparse.ArgumentParser:
         help="context pieces between window starts [%(default)s]",
     )
     return p
-
-
-def single_files(values: Sequence[str], flag: str) -> Dict[str, str]:
-    """``FLAG NAME=FILE.json`` values as ``{NAME: FILE.json}``."""
-    out = {}
-    for name, files in parse_splits(values, flag).items():
-        if len(files) != 1:
-            raise VecoUserError(
-                f"{flag} {name}={','.join(files)}: one SQuAD JSON file per name (merge the "
-                "files' 'data' lists into one)"
-            )
-        out[name] = files[0]
-    return out
 
 
 def main(args: argparse.Namespace) -> None:

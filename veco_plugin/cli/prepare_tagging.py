@@ -13,12 +13,11 @@ treebanks). Formats, conventions and the output: :mod:`veco_plugin.corpora.taggi
 
 import argparse
 import json
-from typing import Dict, List, Optional, Sequence
+from typing import Optional, Sequence
 
 from ..corpora.tagging_data import prepare_tagging
 from ..errors import VecoUserError
-from .common import run_cli
-from .prepare_sentence_prediction import check_split_name
+from .common import parse_split_files, run_cli
 
 PROG = "veco-prepare-tagging"
 
@@ -53,21 +52,8 @@ def get_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_splits(values: Sequence[str], flag: str = "--split") -> Dict[str, List[str]]:
-    """``FLAG NAME=FILE[,FILE...]`` values as ``{NAME: [FILE, ...]}``."""
-    splits: Dict[str, List[str]] = {}
-    for value in values:
-        name, sep, files = value.partition("=")
-        paths = files.split(",")
-        if not sep or not name or "" in paths:
-            raise VecoUserError(f"{flag} {value}: expected NAME=FILE[,FILE...]")
-        check_split_name(value, name, splits, flag)
-        splits[name] = paths
-    return splits
-
-
 def main(args: argparse.Namespace) -> None:
-    splits = parse_splits(args.split)
+    splits = parse_split_files(args.split)
     report = prepare_tagging(args.output, splits, args.spm_model, args.dict, args.max_length)
     print(json.dumps(report, indent=2))
 

@@ -31,10 +31,14 @@ from ..errors import VecoUserError
 from ..evaluation.qa_decode import write_predictions
 from ..evaluation.qa_scores import MLQA_ARTICLES, score
 from ..evaluation.span_qa import answer_questions, load_span_qa
-from .common import check_score_outputs, run_cli, write_scores
-from .prepare_span_qa import single_files
-from .sentence_prediction_eval import parse_checkpoints
-from .tag_eval import table
+from .common import (
+    check_score_outputs,
+    metric_table,
+    parse_checkpoints,
+    run_cli,
+    single_files,
+    write_scores,
+)
 
 PROG = "veco-qa-eval"
 
@@ -110,7 +114,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     read = {lang: read_squad(path) for lang, path in tests.items()}
     results = {name: evaluate(args, name, path, read) for name, path in checkpoints}
     columns = [*tests, "avg"]
-    print(table(results, "em", columns) + "\n\n" + table(results, "f1", columns))
+    print(metric_table(results, "em", columns) + "\n\n" + metric_table(results, "f1", columns))
     print("\n" + rules_line(list(tests), args.normalisation))
     write_scores(args.json, results)
     return results

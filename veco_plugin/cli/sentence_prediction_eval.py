@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import torch
 from fairseq import utils
@@ -28,7 +28,7 @@ from ..checkpoints.classifier import load_classifier
 from ..data.translated_dataset import VecoTranslatedDataset
 from ..errors import VecoUserError
 from ..outputs import check_output_file, write_text
-from .common import run_cli
+from .common import parse_checkpoints, run_cli
 
 PROG = "veco-sentence-eval"
 # torch's load_state_dict error for a dictionary of another size than the checkpoint's
@@ -183,28 +183,6 @@ def table(columns: Dict[str, Dict[str, Optional[float]]], splits: Sequence[str])
             f"{split:<11}" + "".join("         -" if c is None else f"{c:10.1f}" for c in cells)
         )
     return "\n".join(lines)
-
-
-def parse_checkpoints(values: Sequence[str]) -> List[Tuple[str, str]]:
-    out: List[Tuple[str, str]] = []
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise VecoUserError(f"--checkpoint {value}: expected NAME=PATH")
-        if os.path.isdir(path):
-            raise VecoUserError(
-                f"--checkpoint {value} is a directory: name the checkpoint file, e.g. "
-                f"{name}={os.path.join(path, 'checkpoint_best.pt')}"
-            )
-        if not os.path.isfile(path):
-            raise VecoUserError(f"--checkpoint {value}: no such file {path}")
-        if name in [n for n, _ in out] or name.endswith("+tr"):
-            raise VecoUserError(
-                f"--checkpoint {value}: the column {name} is taken (each NAME once; a plug-in "
-                "checkpoint NAME also gets NAME+tr): give each checkpoint its own NAME"
-            )
-        out.append((name, path))
-    return out
 
 
 def _same(a: str, b: str) -> bool:

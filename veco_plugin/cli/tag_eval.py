@@ -31,9 +31,14 @@ from ..errors import VecoUserError
 from ..evaluation.tagging import load_tagger, tag_sentences
 from ..evaluation.tagging_scores import accuracy, chunk_f1
 from ..outputs import write_text
-from .common import check_score_outputs, run_cli, write_scores
-from .prepare_tagging import parse_splits
-from .sentence_prediction_eval import parse_checkpoints
+from .common import (
+    check_score_outputs,
+    metric_table,
+    parse_checkpoints,
+    parse_split_files,
+    run_cli,
+    write_scores,
+)
 
 PROG = "veco-tag-eval"
 logger = logging.getLogger("veco_plugin.cli.tag_eval")
@@ -105,16 +110,6 @@ def evaluate(args, name: str, path: str, tests: Dict[str, List[str]], read) -> D
     return scores
 
 
-def table(results: Dict[str, Dict], metric: str, columns: Sequence[str]) -> str:
-    lines = [f"| {metric} | " + " | ".join(columns) + " |"]
-    lines.append("|---|" + "---:|" * len(columns))
-    for name, scores in results.items():
-        lines.append(
-            f"| {name} | " + " | ".join(f"{scores[metric][c]:.1f}" for c in columns) + " |"
-        )
-    return "\n".join(lines)
-
-
 def main(args: argparse.Namespace) -> Dict[str, Dict]:
     if args.batch_size < 1:
         raise VecoUserError(f"--batch-size {args.batch_size}: give 1 or more")
@@ -122,11 +117,13 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     checkpoints = parse_checkpoints(args.checkpoint)
     if args.max_length is None:
         args.max_length = read_max_length(args.data)
-    tests = parse_splits(args.test, "--test")
+    tests = parse_split_files(args.test, "--test")
     read = {lang: read_tagged(files) for lang, files in tests.items()}
     results = {name: evaluate(args, name, path, tests, read) for name, path in checkpoints}
     columns = [*tests, "avg"]
-    print(table(results, "accuracy", columns) + "\n\n" + table(results, "f1", columns))
+    print(
+        metric_table(results, "accuracy", columns) + "\n\n" + metric_table(results, "f1", columns)
+    )
     write_scores(args.json, results)
     return results
 

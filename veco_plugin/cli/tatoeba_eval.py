@@ -31,9 +31,13 @@ from ..corpora.tatoeba import LASER_CODES, TatoebaPair, available, laser_files, 
 from ..errors import VecoUserError
 from ..evaluation.xtreme_retrieval import accuracy, nearest, resolve, sentence_embeddings
 from ..outputs import write_text
-from .common import check_score_outputs, run_cli, write_scores
-from .sentence_prediction_eval import parse_checkpoints
-from .tag_eval import table
+from .common import (
+    check_score_outputs,
+    metric_table,
+    parse_checkpoints,
+    run_cli,
+    write_scores,
+)
 
 PROG = "veco-tatoeba-eval"
 logger = logging.getLogger("veco_plugin.cli.tatoeba_eval")
@@ -145,7 +149,7 @@ def main(args: argparse.Namespace) -> Dict[str, Dict]:
     checkpoints = parse_checkpoints(args.checkpoint)
     pairs = read_tests(args.data, args.test)
     results = {name: evaluate(args, name, path, pairs) for name, path in checkpoints}
-    print(table(results, "accuracy", [*pairs, "avg"]))
+    print(metric_table(results, "accuracy", [*pairs, "avg"]))
     write_scores(args.json, results)
     return results
 

@@ -32,8 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
 from ..outputs import write_text
-from ..quickstart.options import QuickstartError
-from ..quickstart.scheduler import run_resumable
+from ..pipeline.runner import PipelineError, run_resumable
 from ..xtreme import report, summary
 from ..xtreme.models import Pretrained, describe, parse_checkpoint, random_twin
 from ..xtreme.recipes import RECIPES, Recipe
@@ -407,7 +406,7 @@ def split_argv(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
     own, extra = split_argv(sys.argv[1:] if argv is None else argv)
     status: List[int] = []
-    run_cli(PROG, get_parser, lambda a: status.append(main(a, extra)), QuickstartError, own)
+    run_cli(PROG, get_parser, lambda a: status.append(main(a, extra)), PipelineError, own)
     sys.exit(status[0] if status else 0)
 
 

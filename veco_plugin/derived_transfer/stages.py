@@ -30,7 +30,7 @@ With ``--curve`` every model's stages after pretrain are repeated per budget B, 
 <t>-<o>-uB (align-trans-mlm-u5000, ...): the regime curve.
 
 One pipeline per model (pretrain .. test), after the shared stages; the pipelines run side
-by side on ``--jobs`` slots (:mod:`..quickstart.scheduler`). The fine-tuning and test
+by side on ``--jobs`` slots (:mod:`..pipeline.runner`). The fine-tuning and test
 commands are ``veco-xtreme``'s (:mod:`..xtreme.stages`), its udpos recipe with the ALIGN-MLM
 authors' choices made explicit (:data:`RECIPE`).
 """
@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE
 from ..corpora.tagging import format_tagged_tsv, read_tagged
+from ..pipeline.runner import Stage, StageFailed
 from ..pretraining_command import USER_DIR, PretrainingCommand
-from ..quickstart.scheduler import Stage, StageFailed
 from ..xtreme import stages as xtreme
 from ..xtreme.models import Pretrained
 from ..xtreme.recipes import RECIPES
@@ -55,7 +55,7 @@ from .alignment_score import score_checkpoint
 from .curve import LOG_INTERVAL
 
 if TYPE_CHECKING:
-    from ..quickstart.scheduler import StageContext
+    from ..pipeline.runner import StageContext
 
 RECIPE = dataclasses.replace(RECIPES["udpos"], keep="last", validate_updates=0)
 """POS fine-tuning as the ALIGN-MLM authors' scripts run it, whatever veco-xtreme's XTREME

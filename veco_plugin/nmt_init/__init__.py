@@ -3,10 +3,12 @@
 
 - :mod:`.keymap`: the pure, explicit key map and :func:`init_nmt_state` (fails on missing
   and unexpected keys, reports what starts random and what is dropped);
-- :mod:`.sizes`: the checkpoint's sizes and the ``veco_transformer_*`` arch that has them;
 - :mod:`.vocab`: the fine-tuning dictionary (``dict.txt`` or ``veco-reduce-vocab``'s map);
 - :mod:`.writer`: builds the target model as fairseq-train does and writes the trainer
   checkpoint that ``fairseq-train --restore-file`` and ``fairseq-generate`` load.
+
+The checkpoint's sizes and the ``veco_transformer_*`` arch that has them are checkpoint
+knowledge (:mod:`veco_plugin.checkpoints.sizes`, also read by ``veco-xtreme``).
 
 What the model itself needs (tied modules, the dictionary digest, layer counting) lives
 with the model (``veco_plugin.models``).
@@ -20,31 +22,17 @@ from .keymap import (
     parse_decoder_layers,
     source_kind,
 )
-from .sizes import (
-    ArchSizes,
-    PretrainedSizes,
-    arch_sizes,
-    pretrained_sizes,
-    resolve_arch,
-    size_flags,
-)
 from .vocab import TargetDictionary, target_dictionary
 from .writer import InitOptions, write_init_checkpoint
 
 __all__ = [
-    "ArchSizes",
     "InitOptions",
     "InitReport",
     "NmtInitError",
-    "PretrainedSizes",
     "TargetDictionary",
-    "arch_sizes",
     "init_nmt_state",
     "nmt_module_map",
     "parse_decoder_layers",
-    "pretrained_sizes",
-    "resolve_arch",
-    "size_flags",
     "source_kind",
     "target_dictionary",
     "write_init_checkpoint",

@@ -1,7 +1,7 @@
 """The ``veco-init-nmt`` checkpoint: pre-trained checkpoint in, fairseq trainer checkpoint out.
 
 :func:`write_init_checkpoint` loads the pre-trained checkpoint, infers its sizes
-(:mod:`.sizes`), finds its dictionary (:mod:`.vocab`), builds the ``veco_transformer``
+(:mod:`..checkpoints.sizes`), finds its dictionary (:mod:`.vocab`), builds the ``veco_transformer``
 exactly as ``fairseq-train`` will (same flags, same task), maps the weights with the
 pure :func:`.keymap.init_nmt_state`, verifies a strict load and the weight tying, and
 writes a checkpoint as ``Trainer.state_dict`` does (``cfg`` included) at update 0,
@@ -23,11 +23,17 @@ from torch import Tensor
 
 from ..checkpoints.config import checkpoint_model_cfg
 from ..checkpoints.files import check_output, save_checkpoint
+from ..checkpoints.sizes import (
+    PretrainedSizes,
+    SizesError,
+    pretrained_sizes,
+    resolve_arch,
+    size_flags,
+)
 from ..corpora.text import input_file
 from ..data.dictionary import MASK, DictionaryTask
 from ..models.veco_transformer import TIED_LAYER_MODULES
 from .keymap import InitReport, NmtInitError, init_nmt_state, parse_decoder_layers
-from .sizes import PretrainedSizes, pretrained_sizes, resolve_arch, size_flags
 from .vocab import target_dictionary
 
 # veco-init-nmt's logger: its log lines read as they always have.
@@ -75,7 +81,7 @@ def checkpoint_sizes(path: str, state: Dict[str, Any]) -> PretrainedSizes:
 
     try:
         return pretrained_sizes(state["model"], checkpoint_model_cfg(state))
-    except NmtInitError as exc:
+    except SizesError as exc:
         arch, task = describe(state)
         what = f"a {arch} model (task {task})" if arch != "?" else f"no encoder ({exc})"
         raise NmtInitError(
@@ -256,8 +262,11 @@ def write_init_checkpoint(options: InitOptions) -> Dict[str, Any]:
             )
     state = load_pretrained(options.pretrained)
     sizes = checkpoint_sizes(options.pretrained, state)
-    arch = resolve_arch(options.arch, sizes)
-    arch_flags = size_flags(arch, sizes)
+    try:
+        arch = resolve_arch(options.arch, sizes)
+        arch_flags = size_flags(arch, sizes)
+    except SizesError as exc:
+        raise NmtInitError(str(exc)) from None
     layers = parse_decoder_layers(options.decoder_layers, sizes.layers)
     tied = layers if options.tie_layers else None
 

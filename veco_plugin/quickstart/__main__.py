@@ -24,9 +24,10 @@ import sys
 import time
 from typing import Optional, Sequence
 
+from veco_plugin.pipeline.runner import Console, PipelineError, Runner, interruptible, stamp_path
+
 from . import options, stages
-from .options import Config, QuickstartError
-from .scheduler import Console, Runner, interruptible, stamp_path
+from .options import PROG, RESTART, Config, QuickstartError
 
 
 def prepare_run_dir(run: str, force: bool, console: Console) -> str:
@@ -88,7 +89,7 @@ def run_all(cfg: Config, runner: Runner, started: float) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.monotonic()
-    console = Console()
+    console = Console(PROG)
     try:
         cfg = options.check(options.parse_args(argv))
         cfg.run_dir = prepare_run_dir(cfg.run_dir, cfg.force, console)
@@ -98,12 +99,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(cfg.threads)
     os.environ["PYTHONUNBUFFERED"] = "1"
-    runner = Runner(cfg.run_dir, cfg.jobs, console)
+    runner = Runner(cfg.run_dir, cfg.jobs, console, RESTART)
 
     def work() -> int:
         try:
             return run_all(cfg, runner, started)
-        except QuickstartError as exc:
+        except PipelineError as exc:
             console.error(str(exc))
             return 1
 

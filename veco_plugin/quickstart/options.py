@@ -34,6 +34,8 @@ from veco_plugin.cli.config_flags import add_config_flags
 from veco_plugin.objectives import OBJECTIVES, WORD_LIST, Objective
 
 PROG = "quickstart"
+RESTART = "--force to start afresh, or another --run-dir"
+"""How a stage refused for its stamp (other settings) is told to start afresh."""
 # The repository this package lives in: scripts/ and the default --user-dir.
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(PACKAGE_DIR)

@@ -37,9 +37,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from veco_plugin import fairseq_logs
 from veco_plugin.corpora.text import read_lines_strict
 from veco_plugin.objectives import OBJECTIVES, Objective, objective
+from veco_plugin.pipeline.runner import read_stamp as _read_stamp_file
+from veco_plugin.pipeline.runner import stamp_path
 
-from .scheduler import read_stamp as _read_stamp_file
-from .scheduler import stamp_path
 from .stages import RANDOM, labels
 
 PROG = "quickstart.report"

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
 from veco_plugin.objectives import NEEDS, OBJECTIVES, WORD_ALIGNMENTS, WORD_LIST, Objective
+from veco_plugin.pipeline.runner import Stage
 from veco_plugin.pretraining_command import PretrainingCommand
 
 from .options import ROOT, Config
-from .scheduler import Stage
 
 if TYPE_CHECKING:
-    from .scheduler import StageContext
+    from veco_plugin.pipeline.runner import StageContext
 
 RANDOM = "random"
 """The baseline fine-tuned from random initialization (no pre-training)."""

@@ -5,7 +5,7 @@ A checkpoint is any encoder the plugin reads: a ``veco_pretraining`` checkpoint,
 RoBERTa/XLM-R ``model.pt``, ``veco-import-hf``'s output. Its sentencepiece model and
 ``dict.txt`` are ``--spm-model``/``--dict`` when given, else found next to it (XLM-R's
 layout) or in the data directory its training recorded. Its shape comes from its weights
-(:func:`..nmt_init.sizes.pretrained_sizes`): the ``--arch`` it was trained with when that is
+(:func:`..checkpoints.sizes.pretrained_sizes`): the ``--arch`` it was trained with when that is
 a ``veco`` arch (else ``veco_base``), with every size as a flag, so that a checkpoint
 trained with ``--encoder-layers`` and friends is rebuilt as it was.
 """
@@ -24,8 +24,8 @@ from ..checkpoints.encoder import (
     refuse_other_models,
     spm_model_beside,
 )
+from ..checkpoints.sizes import pretrained_sizes
 from ..errors import VecoUserError
-from ..nmt_init.sizes import pretrained_sizes
 
 MODEL = "veco"
 DEFAULT_ARCH = "veco_base"

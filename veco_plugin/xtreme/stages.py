@@ -11,7 +11,7 @@ test-<name>         the task's scorer on every test language -> OUT/<name>/score
 ==================  =======================================================================
 
 A stage that did not finish starts again from nothing (its output is removed first); a
-finished one is skipped (:mod:`..quickstart.scheduler`'s stamps, OUT/stamps).
+finished one is skipped (:mod:`..pipeline.runner`'s stamps, OUT/stamps).
 The learning rate decays linearly to 0 over ``--total-num-update``, and ``--max-update``
 ends the run there: the updates fairseq-train will make, counted from the batches its
 sampler builds once DATA is written (:mod:`.updates`; the command's ``UPDATES``
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import VecoUserError
-from ..quickstart.scheduler import Stage
+from ..pipeline.runner import Stage
 from .models import Pretrained
 from .recipes import Recipe
 from .updates import count_updates, parse_train_args
 
 if TYPE_CHECKING:
-    from ..quickstart.scheduler import StageContext
+    from ..pipeline.runner import StageContext
 
 USER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UPDATES = "UPDATES"  # --total-num-update, filled in once DATA holds the train split

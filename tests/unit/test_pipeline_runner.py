@@ -1,5 +1,6 @@
-"""The quickstart's stage runner: JSON stamps (skip, refuse, resume), logs and the
-prefixed console, the bound on stages at once, and Ctrl-C stopping whole process trees."""
+"""The stamped-stage runner (``veco_plugin.pipeline.runner``, set up as the quickstart
+does): JSON stamps (skip, refuse, resume), logs and the prefixed console, the bound on
+stages at once, and Ctrl-C stopping whole process trees."""
 
 import io
 import os
@@ -9,9 +10,9 @@ import time
 
 import pytest
 
-from veco_plugin.quickstart.options import QuickstartError
-from veco_plugin.quickstart.scheduler import (
+from veco_plugin.pipeline.runner import (
     Console,
+    PipelineError,
     Runner,
     Stage,
     interruptible,
@@ -19,13 +20,14 @@ from veco_plugin.quickstart.scheduler import (
     stamp_path,
     write_stamp,
 )
+from veco_plugin.quickstart.options import PROG, RESTART
 
 
 def _runner(tmp_path, jobs=1):
     for sub in ("stamps", "logs"):
         (tmp_path / sub).mkdir(exist_ok=True)
     out, err = io.StringIO(), io.StringIO()
-    return Runner(str(tmp_path), jobs, Console(out, err)), out, err
+    return Runner(str(tmp_path), jobs, Console(PROG, out, err), RESTART), out, err
 
 
 def _sh(name, script):
@@ -57,7 +59,7 @@ def test_run_log_console_stamp_then_skip_then_refuse(tmp_path):
 
     runner.run_stage(stage)  # the same command: skipped
     assert f"== [s] finished earlier: skipped ({tmp_path}/stamps/s.done)" in out.getvalue()
-    with pytest.raises(QuickstartError) as info:  # another command: refused
+    with pytest.raises(PipelineError) as info:  # another command: refused
         runner.run_stage(_sh("s", "echo other"))
     assert str(info.value) == (
         f"stage s finished earlier with other settings ({tmp_path}/stamps/s.done): --force "
@@ -67,7 +69,7 @@ def test_run_log_console_stamp_then_skip_then_refuse(tmp_path):
 
 def test_failed_stage_is_not_stamped_and_a_body_error_is_one_line(tmp_path):
     runner, out, _ = _runner(tmp_path)
-    with pytest.raises(QuickstartError, match=r"^stage bad failed \(exit 3; log: .*bad\.log\)$"):
+    with pytest.raises(PipelineError, match=r"^stage bad failed \(exit 3; log: .*bad\.log\)$"):
         runner.run_stage(_sh("bad", "exit 3"))
     assert not os.path.exists(stamp_path(str(tmp_path), "bad"))
 
@@ -75,7 +77,7 @@ def test_failed_stage_is_not_stamped_and_a_body_error_is_one_line(tmp_path):
         ctx.echo("working")
         raise ValueError("missing or empty: /x/train.en")
 
-    with pytest.raises(QuickstartError, match=r"stage fn failed \(exit 1;"):
+    with pytest.raises(PipelineError, match=r"stage fn failed \(exit 1;"):
         runner.run_stage(Stage("fn", ["make_text", "a"], body))
     assert "[fn] missing or empty: /x/train.en" in out.getvalue()
     assert (tmp_path / "logs" / "fn.log").read_text().splitlines()[:2] == [
@@ -102,7 +104,7 @@ def test_pool_runs_at_most_jobs_stages_first_pipelines_first(tmp_path):
 
 def test_a_failed_pipeline_lets_the_others_finish(tmp_path):
     runner, _, err = _runner(tmp_path, jobs=2)
-    with pytest.raises(QuickstartError, match="1 pipeline.s. failed") as failed:
+    with pytest.raises(PipelineError, match="1 pipeline.s. failed") as failed:
         runner.run_pipelines(
             [[_sh("bad", "echo why >&2; exit 2"), _sh("never", "true")], [_sh("ok", "true")]]
         )
@@ -117,7 +119,7 @@ def test_a_failed_stage_ends_on_its_commands_own_error_line(tmp_path):
     reads last is the command's own line, not only 'stage ... failed'."""
     runner, _, _ = _runner(tmp_path)
     script = "echo 'usage: tool [-h]' >&2; echo 'tool: error: unrecognized arguments: --x' >&2; "
-    with pytest.raises(QuickstartError) as failed:
+    with pytest.raises(PipelineError) as failed:
         runner.run_stage(_sh("bad", script + "echo >&2; exit 2"))
     lines = str(failed.value).splitlines()
     assert lines[0].startswith("stage bad failed (exit 2; log: ")

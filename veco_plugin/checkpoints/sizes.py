@@ -1,9 +1,10 @@
-"""The pre-trained checkpoint's sizes, and the ``veco_transformer`` arch that has them.
+"""A pre-trained checkpoint's sizes, and the ``veco_transformer`` arch that has them.
 
 Every size comes from the checkpoint's weights (layers, width, FFN, vocabulary rows,
-positions) except the number of attention heads, which only its config says.
-:func:`resolve_arch` picks the named ``veco_transformer_*`` arch of exactly those sizes,
-else the generic ``veco_transformer`` with every size as a flag (:func:`size_flags`).
+positions) except the number of attention heads, which only its config says
+(:func:`pretrained_sizes`: ``veco-init-nmt``, ``veco-xtreme``). :func:`resolve_arch` picks
+the named ``veco_transformer_*`` arch of exactly those sizes, else the generic
+``veco_transformer`` with every size as a flag (:func:`size_flags`).
 """
 
 import re
@@ -13,13 +14,17 @@ from typing import Any, List, Mapping, Optional
 
 from torch import Tensor
 
-from ..checkpoints.config import cfg_value
+from ..errors import VecoUserError
 from ..models.layer_spec import count_layers
-from .keymap import NmtInitError
+from .config import cfg_value
 
 MODEL = "veco_transformer"
 GENERIC_ARCH = "veco_transformer"  # sizes from the command line (size_flags)
 _EMBED = re.compile(r"^(encoder|decoder)\.sentence_encoder\.embed_tokens\.weight$")
+
+
+class SizesError(VecoUserError):
+    """Not an encoder checkpoint, or an ``--arch`` without its sizes: one line."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ def pretrained_sizes(model_state: Mapping[str, Tensor], model_args: Any) -> Pret
     """
     embed = [k for k in model_state if _EMBED.match(k)]
     if not embed:
-        raise NmtInitError(
+        raise SizesError(
             "no *.sentence_encoder.embed_tokens.weight: not a veco/XLM-R/RoBERTa checkpoint"
         )
     prefix = embed[0].rsplit(".embed_tokens.weight", 1)[0]
@@ -63,7 +68,7 @@ def pretrained_sizes(model_state: Mapping[str, Tensor], model_args: Any) -> Pret
     fc1 = model_state.get(f"{prefix}.layers.0.fc1.weight")
     positions = model_state.get(f"{prefix}.embed_positions.weight")
     if fc1 is None or positions is None:
-        raise NmtInitError(
+        raise SizesError(
             f"{prefix} has no layers.0.fc1 or no learned positions: "
             "not a veco/XLM-R/RoBERTa checkpoint"
         )
@@ -110,13 +115,13 @@ def resolve_arch(requested: Optional[str], sizes: ArchSizes) -> str:
         return requested
     if requested is not None:
         if requested not in named:
-            raise NmtInitError(
+            raise SizesError(
                 f"--arch {requested}: unknown; choose one of {', '.join(named)} "
                 f"or {GENERIC_ARCH} (sizes from the checkpoint)"
             )
         if not _matches(requested, sizes):
             hint = f"--arch {fitting[0]}" if fitting else f"--arch {GENERIC_ARCH}"
-            raise NmtInitError(
+            raise SizesError(
                 f"--arch {requested} is {arch_sizes(requested).describe()} but the checkpoint "
                 f"is {sizes.describe()}: use {hint} (or leave --arch out)"
             )
@@ -130,7 +135,7 @@ def size_flags(arch: str, sizes: ArchSizes) -> List[str]:
     if arch != GENERIC_ARCH:
         return []
     if not sizes.heads:
-        raise NmtInitError(
+        raise SizesError(
             "the checkpoint's config does not say its number of attention heads and no "
             f"named arch has its sizes ({sizes.describe()}): pass the --arch it was trained as"
         )

@@ -1,4 +1,8 @@
-"""Running the quickstart's stages: stamps, logs, the worker pool and Ctrl-C.
+"""Running stamped stages: stamps, logs, the worker pool and Ctrl-C.
+
+The runner of the quickstart, ``veco-xtreme`` and ``veco-derived-transfer``: each gives
+its stages (:class:`Stage`), its name for error lines (``prog``) and how to start afresh
+(``restart``); a refused or failed stage is a :class:`PipelineError`.
 
 - A finished stage leaves ``RUN/stamps/<stage>.done``, JSON written atomically::
 
@@ -34,8 +38,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set
 
-from .options import PROG, QuickstartError
-
 # Lines of fairseq/hydra start-up noise kept out of the console (they stay in RUN/logs).
 NOISE = re.compile(
     r"deprecation_warning|UserWarning|FutureWarning|warnings\.warn|version_base"
@@ -46,6 +48,11 @@ NOISE = re.compile(
     r"|^\s*$"
 )
 KILL_GRACE_S = 10.0  # SIGTERM first; SIGKILL to a process group still there after this
+
+
+class PipelineError(Exception):
+    """A stage refused (finished earlier with another command) or failed, in one message:
+    the command running the stages ends with ``PROG: error: MESSAGE``, exit status 1."""
 
 
 class StageFailed(Exception):
@@ -104,11 +111,8 @@ def write_stamp(path: str, command: Sequence[str], seconds: float) -> None:
     os.replace(path + ".part", path)
 
 
-RESTART = "--force to start afresh, or another --run-dir"
-
-
-def is_done(run: str, stage: Stage, restart: str = RESTART) -> bool:
-    """True if ``stage`` finished with the same command; refused (:class:`QuickstartError`,
+def is_done(run: str, stage: Stage, restart: str) -> bool:
+    """True if ``stage`` finished with the same command; refused (:class:`PipelineError`,
     ending with ``restart``) if it finished with another; False if it never finished."""
     path = stamp_path(run, stage.name)
     stamp = read_stamp(path)
@@ -116,7 +120,7 @@ def is_done(run: str, stage: Stage, restart: str = RESTART) -> bool:
         return False
     if stamp.get("command") == list(stage.command):
         return True
-    raise QuickstartError(
+    raise PipelineError(
         f"stage {stage.name} finished earlier with other settings ({path}): {restart}"
     )
 
@@ -125,11 +129,10 @@ def is_done(run: str, stage: Stage, restart: str = RESTART) -> bool:
 
 
 class Console:
-    """The prefixed, filtered console that every stage thread writes to."""
+    """The prefixed, filtered console that every stage thread writes to; its error lines
+    are ``prog: error: ...``."""
 
-    def __init__(
-        self, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr, prog: str = PROG
-    ) -> None:
+    def __init__(self, prog: str, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> None:
         self.out, self.err, self.prog = out, err, prog
         self._lock = threading.Lock()
 
@@ -244,17 +247,12 @@ class StageContext:
 
 class Runner:
     """Runs stages of one run directory: skip/refuse by stamp, log, stamp; pipelines
-    side by side on ``jobs`` slots; :meth:`stop` ends every running command."""
+    side by side on ``jobs`` slots; :meth:`stop` ends every running command. ``restart``
+    ends a refusal: how the caller's command starts afresh."""
 
-    def __init__(
-        self,
-        run: str,
-        jobs: int = 1,
-        console: Optional[Console] = None,
-        restart: str = RESTART,
-    ) -> None:
+    def __init__(self, run: str, jobs: int, console: Console, restart: str) -> None:
         self.run_dir, self.jobs, self.restart = run, jobs, restart
-        self.console = console or Console()
+        self.console = console
         self.stopping = threading.Event()
         self.slots = Slots(jobs)
         self.running = 0
@@ -298,7 +296,7 @@ class Runner:
     # -- stages
     def run_stage(self, stage: Stage, slot: bool = False) -> None:
         """Skip ``stage`` if stamped with its command, else run it (holding a slot if
-        ``slot``) and stamp it. Raises :class:`QuickstartError` (refused or failed)."""
+        ``slot``) and stamp it. Raises :class:`PipelineError` (refused or failed)."""
         name = stage.name
         if is_done(self.run_dir, stage, self.restart):
             self.console.say(
@@ -326,7 +324,7 @@ class Runner:
                 self.slots.release()
         if status:  # the command's own error line last
             last = f"; its last line:\n{ctx.last_line}" if ctx.last_line else ""
-            raise QuickstartError(f"stage {name} failed (exit {status}; log: {log_path}){last}")
+            raise PipelineError(f"stage {name} failed (exit {status}; log: {log_path}){last}")
         seconds = time.monotonic() - start
         write_stamp(stamp_path(self.run_dir, name), stage.command, seconds)
         self.console.say(f"== [{name}] {time.strftime('%H:%M:%S')} done in {int(seconds)} s")
@@ -359,7 +357,7 @@ class Runner:
     def run_pipelines(self, pipelines: Sequence[Sequence[Stage]]) -> None:
         """One after the other with one job; else side by side, a thread each, at most
         ``jobs`` stages at a time. A failed pipeline says why and the others go on;
-        raises :class:`QuickstartError` once they have all ended."""
+        raises :class:`PipelineError` once they have all ended."""
         if self.jobs == 1:
             for stages in pipelines:
                 self.run_pipeline(stages)
@@ -371,7 +369,7 @@ class Runner:
                 self.run_pipeline(stages, slot=True)
             except Interrupted:
                 pass
-            except QuickstartError as exc:
+            except PipelineError as exc:
                 if not self.stopping.is_set():
                     self.console.error(str(exc))
                     failed.append(str(exc))
@@ -388,7 +386,7 @@ class Runner:
         if self.stopping.is_set():
             raise Interrupted()
         if failed:
-            raise QuickstartError(
+            raise PipelineError(
                 f"{len(failed)} pipeline(s) failed (see the [stage] lines above and "
                 f"{self.run_dir}/logs); the last: {failed[-1]}"
             )

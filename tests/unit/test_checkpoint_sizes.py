@@ -1,4 +1,4 @@
-"""``veco_plugin.nmt_init.sizes``: a checkpoint's sizes from its weights, the named
+"""``veco_plugin.checkpoints.sizes``: a checkpoint's sizes from its weights, the named
 ``veco_transformer_*`` arch of those sizes, and the flags of the generic one."""
 
 from argparse import Namespace
@@ -6,11 +6,11 @@ from argparse import Namespace
 import pytest
 import torch
 
-from veco_plugin.nmt_init import NmtInitError
-from veco_plugin.nmt_init.sizes import (
+from veco_plugin.checkpoints.sizes import (
     GENERIC_ARCH,
     ArchSizes,
     PretrainedSizes,
+    SizesError,
     arch_sizes,
     pretrained_sizes,
     resolve_arch,
@@ -39,11 +39,11 @@ def test_pretrained_sizes_from_the_weights_and_heads_from_the_config():
 
 
 def test_pretrained_sizes_refuses_other_checkpoints():
-    with pytest.raises(NmtInitError, match="no \\*.sentence_encoder.embed_tokens.weight"):
+    with pytest.raises(SizesError, match="no \\*.sentence_encoder.embed_tokens.weight"):
         pretrained_sizes({"decoder.embed_tokens.weight": torch.zeros(3, 2)}, None)
     state = _state()
     del state["encoder.sentence_encoder.embed_positions.weight"]
-    with pytest.raises(NmtInitError, match="no layers.0.fc1 or no learned positions"):
+    with pytest.raises(SizesError, match="no layers.0.fc1 or no learned positions"):
         pretrained_sizes(state, None)
 
 
@@ -63,11 +63,11 @@ def test_resolve_arch():
     odd = ArchSizes(3, 32, 96, 2)
     assert resolve_arch(None, odd) == GENERIC_ARCH
     assert resolve_arch(None, ArchSizes(2, 64, 256, 8)) == GENERIC_ARCH  # other heads
-    with pytest.raises(NmtInitError, match="is 2 layers x 64.*use --arch veco_transformer "):
+    with pytest.raises(SizesError, match="is 2 layers x 64.*use --arch veco_transformer "):
         resolve_arch("veco_transformer_tiny", odd)
-    with pytest.raises(NmtInitError, match="is 12 layers x 768.*--arch veco_transformer_tiny"):
+    with pytest.raises(SizesError, match="is 12 layers x 768.*--arch veco_transformer_tiny"):
         resolve_arch("veco_transformer_base", tiny)
-    with pytest.raises(NmtInitError, match="transformer_tiny: unknown; choose one of"):
+    with pytest.raises(SizesError, match="transformer_tiny: unknown; choose one of"):
         resolve_arch("transformer_tiny", tiny)
 
 
@@ -77,5 +77,5 @@ def test_size_flags():
         "--encoder-layers", "3", "--encoder-embed-dim", "32",
         "--encoder-ffn-embed-dim", "96", "--encoder-attention-heads", "2",
     ]  # fmt: skip
-    with pytest.raises(NmtInitError, match="does not say its number of attention heads"):
+    with pytest.raises(SizesError, match="does not say its number of attention heads"):
         size_flags(GENERIC_ARCH, ArchSizes(3, 32, 96, 0))
