@@ -77,7 +77,7 @@ def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process
     assert_same_losses(losses(two), want, range(1, STOP + 1))
     ranks = [torch.load(save / f"params.rank{r}.pt") for r in range(2)]
     assert ranks[0].keys() == ranks[1].keys()
-    for name in ranks[0]:
+    for name in ranks[0]:  # the same all-reduced gradients applied on each rank: exact
         assert torch.equal(ranks[0][name], ranks[1][name]), name
 
     single = tmp_path / "single"

@@ -48,6 +48,8 @@ def test_features_equal_those_of_token_rows_shifted_by_their_language():
     tokens = random_tokens(d, 3, 12, seed=1, pad_tail=2)
     features_a, _ = a(tokens, features_only=True)
     features_b, _ = b(tokens, features_only=True)
+    # exact: the same row + vector additions (in the lookup or in the shifted rows), then
+    # the same layers on the same shapes
     assert torch.equal(features_a, features_b)
     # XLM's output layer has no language term: the head is tied to the token rows
     assert a.encoder.lm_head.weight is a.encoder.sentence_encoder.embed_tokens.weight

@@ -42,7 +42,7 @@ def test_cross_terms_equal_hand_detached_h():
     by_hand = _grads(model)
 
     assert ours.keys() == by_hand.keys()
-    for name in ours:
+    for name in ours:  # the same module calls on the same tensors: exact
         torch.testing.assert_close(ours[name], by_hand[name], rtol=0, atol=0, msg=name)
 
 
@@ -69,6 +69,7 @@ def test_no_gradient_reaches_h_through_cross_terms():
     batch = pair_batch(d, seed=1)
     mlm_only = _grad_at_h(model, _criterion(d, 1.0, 0.0), batch)
     both = _grad_at_h(model, _criterion(d, 1.0, 1.0), batch)
+    # exact: with the stop-gradient, H^L's gradient is the MLM term's computation alone
     torch.testing.assert_close(both, mlm_only, rtol=0, atol=0)
     # without the stop-gradient the cross terms do reach H^L
     both_no_stop = _grad_at_h(model, _criterion(d, 1.0, 1.0, stop=False), batch)

@@ -106,7 +106,10 @@ def test_plug_out_request_equals_roberta_forward_and_keeps_layers():
     with torch.no_grad():
         logits, extra = model(tokens, return_all_hiddens=True)
         out = model(requests={"x": PlugOut(tokens, masked, layers=(1, 2))})["x"]
-    torch.testing.assert_close(out.logits, logits[masked], rtol=0, atol=0)
+    # the LM head runs on the masked rows only there, on every row here: other matmul
+    # shapes, so equal within fp32 rounding, not bit for bit
+    torch.testing.assert_close(out.logits, logits[masked], rtol=1e-5, atol=1e-5)
+    # the same encoder calls on the same tokens: exact
     for layer in (1, 2):  # fairseq's inner_states[l] is (T, B, C)
         torch.testing.assert_close(
             out.hidden[layer], extra["inner_states"][layer].transpose(0, 1), rtol=0, atol=0

@@ -55,7 +55,9 @@ def test_token_logits_equal_fairseq_robertas_head_at_every_position():
         head = roberta.classification_heads[HEAD]  # RoBERTa's head reads position 0
         theirs = torch.stack([head(features[:, t:]) for t in range(tokens.size(1))], dim=1)
     assert ours.shape == (4, 9, TAGS)
-    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    # other code paths (fairseq's MultiheadAttention vs SDPA; the head on one position at a
+    # time vs all at once): equal within fp32 rounding, not bit for bit
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
 def test_loss_is_the_cross_entropy_of_the_tagged_pieces():
@@ -106,7 +108,7 @@ def test_a_saved_head_loads_back_as_a_token_head():
     with torch.no_grad():
         a, _ = trained(tokens, features_only=True, classification_head_name=HEAD)
         b, _ = fresh.eval()(tokens, features_only=True, classification_head_name=HEAD)
-    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)  # the same weights and calls: exact
 
 
 BIO = ("B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER", "O")
