@@ -62,6 +62,7 @@ def test_every_method_on_a_veco_checkpoint(pretrain_data, cold_start, pairs, tmp
     shutil.copy(f"{pretrain_data}/dict.txt", vocab)
     args[args.index("--dict") + 1] = vocab
     again = run("veco-align", [*args, "--batch-size", "32", "--layer", "1"])
+    # exact: 32 and layer 1 are the defaults, so the same batches and the same calls
     assert again.stdout.splitlines() == outputs["ot"]
     # the methods differ: argmax keeps only mutual best pieces, the others add to them
     links = {m: [set(x) for x in _links(outputs[m], src, tgt)] for m in METHODS}

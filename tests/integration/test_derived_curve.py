@@ -41,7 +41,7 @@ def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data,
     last = load_trusted(str(tmp_path / "direct" / "checkpoint_last.pt"))
     for b, state in kept.items():
         assert state["optimizer_history"][-1]["num_updates"] == b
-    for name, value in last["model"].items():
+    for name, value in last["model"].items():  # the same arguments, batches, threads: exact
         assert torch.equal(kept[BUDGETS[-1]]["model"][name], value), name
     assert any(not torch.equal(kept[BUDGETS[0]]["model"][k], v) for k, v in last["model"].items())
 

@@ -107,7 +107,16 @@ def test_faiss_gives_the_torch_results(pretrain_data, held_out, cold_start, accu
             "--batch-size",
             "7",
         )
-        assert result == {**accuracies["trained", scoring], "search": "faiss"}
+        # other kernels (faiss) and batches (7, not 64): the states differ by rounding
+        # (measured 2.4e-7) and a sentence's two best candidates can be as close as 2.3e-6
+        # (measured): each accuracy within one sentence of torch's (equal here), the rest equal
+        want = {**accuracies["trained", scoring], "search": "faiss"}
+        accuracy = ("src2tgt", "tgt2src")
+        assert {k: v for k, v in result.items() if k not in accuracy} == {
+            k: v for k, v in want.items() if k not in accuracy
+        }
+        for key in accuracy:
+            assert abs(result[key] - want[key]) <= 1 / want["sentences"] + 1e-9, (key, result)
 
 
 def _one_line_error(args) -> str:
