@@ -17,7 +17,7 @@ $(VENV)/.installed: setup.py scripts/setup-env.sh
 # (its module fixtures are built once); session fixtures are built once per run, under a file
 # lock, and shared by both workers (tests/helpers/shared.py)
 test: setup
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests
