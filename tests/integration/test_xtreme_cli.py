@@ -15,6 +15,7 @@ import pytest
 from tests.helpers.bucc import bucc_folder
 from tests.helpers.runner import REPO, env, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
+from veco_plugin.cli import xtreme
 
 FIX = "tests/fixtures/udpos"
 UDPOS = [
@@ -221,7 +222,7 @@ def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_pa
         (["--task", "bucc2018", "--data", "{data}"], "test.gold: no such file: XTREME's download"),
     ],
 )
-def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, words):
+def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, words, capsys):
     unlabelled = tmp_path / "test-de.tsv"
     unlabelled.write_text("Das\nist\n\nGut\n")
     data = tmp_path / "data"
@@ -241,9 +242,17 @@ def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, word
     if "bucc2018" in flags:  # a BUCC folder without the test gold
         bucc_folder(data, test_gold=False)
         base = [b for b in base if b not in UDPOS[:4]]
-    proc = run("veco-xtreme", base + flags, check=False)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
+    if flags[0] == "--max-length":  # the installed console script, as a user runs it
+        proc = run("veco-xtreme", base + flags, check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        stderr = proc.stderr
+    else:  # the same entry point in this process: no start-up of torch and fairseq each
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            xtreme.cli_main([str(arg) for arg in base + flags])
+        assert stop.value.code == 1
+        stderr = capsys.readouterr().err
+    last = stderr.strip().splitlines()[-1]
     assert last.startswith("veco-xtreme: error: ")
     assert words.format(p=_positions(checkpoint), **names) in last
     assert not (tmp_path / "out" / "stamps").exists() or not os.listdir(tmp_path / "out/stamps")
