@@ -9,6 +9,7 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 
 from tests.helpers.runner import run
+from veco_plugin.cli import derive_language
 from veco_plugin.corpora import derived as d
 from veco_plugin.corpora.gettext import read_catalog
 from veco_plugin.corpora.subwords import load_sentencepiece, train_sentencepiece, write_dictionary
@@ -112,17 +113,27 @@ def test_prepare_tagging_reads_a_derived_word_as_its_copies(inputs, derived, tmp
                 ]
 
 
-def _refused(args, expected):
-    proc = run(PROG, args, check=False)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    lines = [x for x in proc.stderr.strip().splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{PROG}: error: "), proc.stderr[-2000:]
+def _refused(args, expected, capsys=None):
+    """The one line ``args`` end on: through the installed console script, or with
+    ``capsys`` through its entry point in this process (no start-up of torch each time)."""
+    if capsys is None:
+        proc = run(PROG, args, check=False)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        stderr = proc.stderr
+    else:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            derive_language.cli_main([str(arg) for arg in args])
+        assert stop.value.code == 1
+        stderr = capsys.readouterr().err
+    lines = [x for x in stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{PROG}: error: "), stderr[-2000:]
     assert expected in lines[0], lines[0]
     return lines[0]
 
 
-def test_bad_input_is_one_line_naming_the_file_line_and_fix(inputs, tmp_path):
+def test_bad_input_is_one_line_naming_the_file_line_and_fix(inputs, tmp_path, capsys):
     base = ["--spm-model", inputs["spm"], "--output", tmp_path / "out"]
     empty = tmp_path / "empty-line.txt"
     empty.write_text("a first sentence .\n\nthe third\n", encoding="utf-8")
@@ -130,15 +141,17 @@ def test_bad_input_is_one_line_naming_the_file_line_and_fix(inputs, tmp_path):
     assert "remove the empty lines" in line
     marked = tmp_path / "marked.tsv"
     marked.write_text("fine\tADJ\n\ue000▁x\tNOUN\n\n", encoding="utf-8")
-    _refused(base + ["--tagged", marked], f"{marked}:1: word 2 ({chr(0xE000) + '▁x'!r}) holds")
+    word = f"{marked}:1: word 2 ({chr(0xE000) + '▁x'!r}) holds"
+    _refused(base + ["--tagged", marked], word, capsys)
     unknown = tmp_path / "dict.txt"
     unknown.write_text(Path(inputs["dict"]).read_text() + "▁zzqx 4\n", encoding="utf-8")
     n = len(unknown.read_text().splitlines())
-    line = _refused(base + ["--dict", unknown], f"{unknown}:{n}: token '▁zzqx' is not a piece")
+    piece = f"{unknown}:{n}: token '▁zzqx' is not a piece"
+    line = _refused(base + ["--dict", unknown], piece, capsys)
     assert "give the English dict.txt" in line
-    _refused(base + ["--transforms", "trans,syn"], "unknown transformation 'syn'")
-    _refused(base + ["--dictionary-coverage", "1.5"], "give a fraction in (0, 1]")
+    _refused(base + ["--transforms", "trans,syn"], "unknown transformation 'syn'", capsys)
+    _refused(base + ["--dictionary-coverage", "1.5"], "give a fraction in (0, 1]", capsys)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
-    _refused(base[:-1] + [tmp_path / "full"], "is not empty")
+    _refused(base[:-1] + [tmp_path / "full"], "is not empty", capsys)
     assert not (tmp_path / "out").exists()
