@@ -5,7 +5,7 @@ One checkpoint, one XTREME-layout bucc2018 folder, one language: both splits emb
 each of ``--batch-sizes`` (``<s>`` states of XTREME's layer, batches in input order,
 right-padded: :func:`veco_plugin.evaluation.xtreme_retrieval.sentence_embeddings`), then
 mined, thresholded and scored as ``veco-bucc-eval`` does
-(:func:`~veco_plugin.evaluation.bucc.mine_candidates`, ``best_threshold``, ``extract``,
+(:func:`~veco_plugin.evaluation.bucc.mine_split`, ``best_threshold``, ``extract``,
 ``f1_scores``). Printed (Markdown), against ``--reference`` (100, the CLI's default):
 
 * per batch size: the dev threshold, dev F1, test F1 (test gold present), the largest
@@ -62,7 +62,7 @@ from veco_plugin.evaluation.bucc import (  # noqa: E402
     best_threshold,
     extract,
     f1_scores,
-    mine_candidates,
+    mine_split,
 )
 from veco_plugin.evaluation.xtreme_retrieval import resolve, sentence_embeddings  # noqa: E402
 
@@ -134,14 +134,7 @@ def mined_at(
         states.append(embed(lines))
         return states[-1]
 
-    candidates = {
-        s: mine_candidates(
-            (split.source.ids, split.source.sentences),
-            (split.english.ids, split.english.sentences),
-            recorded,
-        )
-        for s, split in splits.items()
-    }
+    candidates = {s: mine_split(split, recorded) for s, split in splits.items()}
     return candidates, torch.cat(states)
 
 

@@ -26,7 +26,7 @@ import torch
 from ..checkpoints.encoder import find_spm_model, load_encoder, load_spm_model
 from ..corpora.bucc import LANGS, BuccSplit, path, read_split
 from ..errors import VecoUserError
-from ..evaluation.bucc import best_threshold, extract, f1_scores, mine_candidates
+from ..evaluation.bucc import best_threshold, extract, f1_scores, mine_split
 from ..evaluation.xtreme_retrieval import resolve, sentence_embeddings
 from ..outputs import write_text
 from .common import (
@@ -85,14 +85,7 @@ def evaluate(
 
     out: Dict[str, Dict[str, float]] = {"dev_f1": {}, "threshold": {}, "f1": {}}
     for lang, splits in tests.items():
-        mined = {
-            s: mine_candidates(
-                (split.source.ids, split.source.sentences),
-                (split.english.ids, split.english.sentences),
-                embed,
-            )
-            for s, split in splits.items()
-        }
+        mined = {s: mine_split(split, embed) for s, split in splits.items()}
         gold = {s: ["\t".join(p) for p in split.gold or ()] for s, split in splits.items()}
         threshold = best_threshold(mined["dev"], splits["dev"].gold or set())
         out["threshold"][lang] = threshold

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..corpora.bucc import BuccSplit
 from ..errors import VecoUserError
 from .retrieval import knn_torch
 
@@ -190,3 +191,9 @@ def mine_candidates(
     mined = mine(embed(src_unique), embed(trg_unique), k)
     named = ((margin, src_unique[i], trg_unique[j]) for margin, i, j in mined)
     return candidate_scores(named, sentence_ids(*src), sentence_ids(*trg))
+
+
+def mine_split(split: BuccSplit, embed: Callable[[List[str]], Tensor]) -> Dict[Pair, float]:
+    """:func:`mine_candidates` of a split as :func:`..corpora.bucc.read_split` reads it."""
+    source, english = split.source, split.english
+    return mine_candidates((source.ids, source.sentences), (english.ids, english.sentences), embed)
