@@ -1,11 +1,13 @@
-"""One rank of the data-parallel gradient check (run by test_data_parallel.py).
+"""One rank of the data-parallel gradient checks (run by test_data_parallel.py).
 
-Usage: python -m tests.helpers.ddp_worker BACKEND CRITERION RANK WORLD PORT OUT
+Usage: python -m tests.helpers.ddp_worker RANK WORLD PORT OUT BACKEND:CRITERION ...
 
-Builds the same toy ``veco_tiny`` on every rank, wraps it as fairseq does for
+For each case, in one process group (one start-up of torch and fairseq for them all):
+builds the same toy ``veco_tiny`` on every rank, wraps it as fairseq does for
 ``BACKEND``, runs the criterion on this rank's share of the pairs, backpropagates,
-lets the wrapper synchronize and saves the gradients to OUT. Rank -1 is the
-one-process reference on the union of every rank's pairs (no wrapper).
+lets the wrapper synchronize and saves the gradients to OUT/BACKEND-CRITERION/rankRANK.pt.
+Rank -1 is the one-process reference on the union of every rank's pairs (no wrapper).
+OUT/words.tsv is the word list of align_mlm and dict_mlm.
 """
 
 import os
@@ -44,8 +46,8 @@ def wrap(model, backend: str, find_unused: bool):
     return DistributedFairseqModel(cfg, model, dist.group.WORLD, torch.device("cpu"))
 
 
-def main(backend, criterion_name, rank, world, port, out):
-    rank, world = int(rank), int(world)
+def gradients(backend: str, criterion_name: str, rank: int, world: int, words: str):
+    """This rank's gradients of one case: {parameter name: gradient}."""
     d = toy_dictionary()
     if criterion_name == "tlm_lid":  # XLM's language embeddings: a table over the tokens
         model = build("veco_tiny", d, seed=0, language_embeddings=2)
@@ -56,41 +58,51 @@ def main(backend, criterion_name, rank, world, port, out):
         model = build("veco_tiny", d, seed=0)
     task = ToyTask(d)
     bi_count = None  # every rank has both sub-batches
-    if criterion_name == "ca_mlm":
-        criterion, find_unused = build_criterion("ca_mlm", task), False
-    elif criterion_name in ("tlm", "tlm_lid"):  # tlm never uses the cross-attention
-        criterion, find_unused = build_criterion("tlm", task), True
-    elif criterion_name == "weam":  # the cross-attention idle; links on every pair
-        criterion, find_unused = build_criterion("weam", task), True
+    # every objective but ca_mlm leaves the cross-attention idle: torch's DDP needs
+    # find_unused_parameters (the criteria refuse to build without it in a 2-rank group)
+    find_unused = criterion_name != "ca_mlm"
+    settings = {"ddp_backend": backend, "find_unused_parameters": find_unused}
+    if criterion_name in ("ca_mlm", "tlm", "weam"):  # weam: links on every pair
+        criterion = build_criterion(criterion_name, task, **settings)
+    elif criterion_name == "tlm_lid":  # tlm with XLM's language embeddings
+        criterion = build_criterion("tlm", task, **settings)
     elif criterion_name == "align_mlm":  # monolingual batches + the whole word list
-        words = os.path.join(os.path.dirname(out), "words.tsv")
-        settings = {"align_dictionary": words, "no_save": True}
-        criterion, find_unused = build_criterion("align_mlm", task, **settings), True
+        criterion = build_criterion(
+            "align_mlm", task, align_dictionary=words, no_save=True, **settings
+        )
         bi_count = 0
     elif criterion_name == "dict_mlm":  # every swap taken: the same inputs on any split
-        words = os.path.join(os.path.dirname(out), "words.tsv")
-        settings = {"align_dictionary": words, "dict_mlm_prob": 1.0}
-        criterion, find_unused = build_criterion("dict_mlm", task, **settings), True
+        criterion = build_criterion(
+            "dict_mlm", task, align_dictionary=words, dict_mlm_prob=1.0, **settings
+        )
         bi_count = 0
-    else:  # dwa: the cross-attention idle, and the last rank has no bilingual pairs
-        settings = {"ddp_backend": backend, "find_unused_parameters": True}
-        criterion, find_unused = build_criterion("dwa", task, **settings), True
+    else:  # dwa: the pointer network idle, and the last rank has no bilingual pairs
+        criterion = build_criterion("dwa", task, **settings)
         bi_count = (world - 1) * PAIRS_PER_RANK if rank < 0 else (0 if rank == world - 1 else None)
     criterion.extend_model(model)
     if rank < 0:
         batch, wrapped = sample(d, 0, world * PAIRS_PER_RANK, bi_count), model
     else:
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
-        )
         batch = sample(d, rank * PAIRS_PER_RANK, PAIRS_PER_RANK, bi_count)
         wrapped = wrap(model, backend, find_unused)
     loss, _, _ = criterion(wrapped, batch)
     loss.backward()
     if hasattr(wrapped, "all_reduce_grads"):  # what fairseq's optimizer does for legacy_ddp
         wrapped.all_reduce_grads()
-    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
-    torch.save(grads, out)
+    return {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+
+
+def main(rank, world, port, out, *cases):
+    rank, world = int(rank), int(world)
+    if rank >= 0:
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+        )
+    for case in cases:
+        backend, criterion_name = case.split(":")
+        grads = gradients(backend, criterion_name, rank, world, os.path.join(out, "words.tsv"))
+        os.makedirs(os.path.join(out, f"{backend}-{criterion_name}"), exist_ok=True)
+        torch.save(grads, os.path.join(out, f"{backend}-{criterion_name}", f"rank{rank}.pt"))
     if rank >= 0:
         dist.destroy_process_group()
 

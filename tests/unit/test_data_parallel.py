@@ -35,14 +35,33 @@ def _word_list(path) -> None:
     save_resolved(ResolvedDictionary.from_pieces(words, ids, d.pad()), str(path))
 
 
-def _run_ranks(backend, criterion, tmp_path):
+CASES = [
+    ("pytorch_ddp", "ca_mlm"),
+    ("c10d", "tlm"),  # find_unused_parameters: tlm leaves the cross-attention idle
+    ("legacy_ddp", "ca_mlm"),
+    ("no_c10d", "tlm"),
+    # dwa: the pointer network idle on the rank without bilingual pairs
+    ("pytorch_ddp", "dwa"),
+    ("pytorch_ddp", "weam"),  # the exchange head through the TLM forward
+    ("pytorch_ddp", "align_mlm"),  # L_ALIGN through the embed request
+    ("pytorch_ddp", "dict_mlm"),  # inputs code-switched to translations
+    ("pytorch_ddp", "tlm_lid"),  # XLM's language embeddings
+]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """OUT/BACKEND-CRITERION/rank{-1,0,1}.pt of every case: the two ranks and the
+    one-process reference each run all cases in one process (one start-up each)."""
+    out = tmp_path_factory.mktemp("ddp")
+    _word_list(out / "words.tsv")
     port = _free_port()
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = [tmp_path / f"rank{r}.pt" for r in range(-1, WORLD)]
+    cases = [f"{backend}:{criterion}" for backend, criterion in CASES]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.ddp_worker", backend, criterion]
-            + [str(r), str(WORLD), str(port), str(out[r + 1])],
+            [sys.executable, "-m", "tests.helpers.ddp_worker"]
+            + [str(r), str(WORLD), str(port), str(out), *cases],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -52,34 +71,19 @@ def _run_ranks(backend, criterion, tmp_path):
         for r in range(-1, WORLD)
     ]
     for p in procs:
-        log = p.communicate(timeout=240)[0]
+        log = p.communicate(timeout=600)[0]
         assert p.returncode == 0, log[-3000:]
-    return [torch.load(path) for path in out]
+    return out
 
 
-@pytest.mark.parametrize(
-    "backend,criterion",
-    [
-        ("pytorch_ddp", "ca_mlm"),
-        ("c10d", "tlm"),  # find_unused_parameters: tlm leaves the cross-attention idle
-        ("legacy_ddp", "ca_mlm"),
-        ("no_c10d", "tlm"),
-        # dwa: the pointer network idle on the rank without bilingual pairs
-        ("pytorch_ddp", "dwa"),
-        ("pytorch_ddp", "weam"),  # the exchange head through the TLM forward
-        ("pytorch_ddp", "align_mlm"),  # L_ALIGN through the embed request
-        ("pytorch_ddp", "dict_mlm"),  # inputs code-switched to translations
-        ("pytorch_ddp", "tlm_lid"),  # XLM's language embeddings
-    ],
-)
-def test_gradients_are_synchronized(backend, criterion, tmp_path):
-    if criterion in ("align_mlm", "dict_mlm"):
-        _word_list(tmp_path / "words.tsv")
-    union, *ranks = _run_ranks(backend, criterion, tmp_path)
-    assert ranks[0].keys() == ranks[1].keys()
-    assert set(union) <= set(ranks[0])
-    for name, grad in ranks[0].items():
-        torch.testing.assert_close(ranks[1][name], grad, rtol=0, atol=0, msg=name)
+@pytest.mark.parametrize("backend,criterion", CASES)
+def test_gradients_are_synchronized(backend, criterion, ranks):
+    case = ranks / f"{backend}-{criterion}"
+    union, *grads = [torch.load(case / f"rank{r}.pt") for r in range(-1, WORLD)]
+    assert grads[0].keys() == grads[1].keys()
+    assert set(union) <= set(grads[0])
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, rtol=0, atol=0, msg=name)
         expected = union.get(name, torch.zeros_like(grad))
         torch.testing.assert_close(WORLD * grad, expected, rtol=1e-4, atol=1e-6, msg=name)
     moved = [n for n, g in union.items() if g.abs().sum() > 0]
