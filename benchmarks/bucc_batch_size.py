@@ -57,6 +57,7 @@ from veco_plugin.checkpoints.encoder import (  # noqa: E402
     load_spm_model,
 )
 from veco_plugin.corpora.bucc import BuccSplit, read_split  # noqa: E402
+from veco_plugin.errors import VecoUserError  # noqa: E402
 from veco_plugin.evaluation.bucc import (  # noqa: E402
     Pair,
     best_threshold,
@@ -233,6 +234,10 @@ def fmt(x: Optional[float], spec: str) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     a = parse_args(argv)
+    if not all(b.isdigit() and int(b) > 0 for b in a.batch_sizes.split(",")):
+        raise VecoUserError(
+            f"--batch-sizes {a.batch_sizes}: give positive integers, e.g. 32,64,100"
+        )
     sizes = [int(b) for b in a.batch_sizes.split(",")]
     if a.reference not in sizes:
         sizes.append(a.reference)
