@@ -28,7 +28,6 @@ SLOWEST_FIRST = (
     "tests/integration/test_derived_transfer_cli.py",
     "tests/integration/test_quickstart_smoke.py",
     "tests/integration/test_sentence_prediction_training.py",
-    "tests/integration/test_derived_curve.py",
     "tests/integration/test_sharded_pretraining.py",
     "tests/unit/test_data_parallel.py",
     "tests/integration/test_weam_training.py",

@@ -2,7 +2,8 @@
 real fairseq-train: the model kept at each budget is, bit for bit, the model of a run of
 that many updates (one uninterrupted run compared), a re-run keeps what is kept, and the
 tokens seen and passes read from the stage's log are the uninterrupted run's records; and
-``veco-derived-transfer --smoke --curve`` end to end (OUT/curve.{md,json,png})."""
+``veco-derived-transfer --smoke --curve`` end to end (OUT/curve.{md,json,png}): the README's
+toy block."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.runner import BIN, env, monolingual, pretrain_args, run
-from tests.integration import test_derived_transfer_cli as cli_test
+from tests.helpers.toy_blocks import README, block_log, marked_blocks, toy_run
 from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.derived_transfer import curve
 from veco_plugin.derived_transfer.stages import budget_checkpoint, continued
@@ -71,21 +72,22 @@ def test_the_model_at_each_budget_is_the_run_of_that_many_updates(pretrain_data,
     assert last_now["optimizer_history"][-1]["num_updates"] == BUDGETS[-1]
 
 
-def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path):
+def test_a_curve_scores_the_model_at_each_budget_against_tokens_seen(tmp_path_factory):
     """--curve: one pre-training continued to each budget, the model at each fine-tuned
-    and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log."""
-    out = tmp_path / "run"
-    flags = list(cli_test.FLAGS)
-    flags[flags.index("--jobs") + 1] = "1"
-    flags[flags.index("--transforms") + 1] = "trans"
-    flags[flags.index("--objectives") + 1] = "mlm"
-    proc = run(cli_test.PROG, ["--out", out, *flags, "--curve", "50,100"], timeout=600)
-    assert "each at 50, 100 updates" in proc.stdout
-    assert proc.stdout.count("start (log: ") == len(re.findall(r"done in", proc.stdout))
+    and scored; OUT/curve.{md,json,png} with the tokens and passes of the run's log. The
+    run is the README's toy block (run once for tests/integration/test_doc_toy_blocks.py)."""
+    blocks = marked_blocks(README)
+    (i,) = [i for i, (_, block) in enumerate(blocks) if "veco-derived-transfer " in block]
+    assert "--curve 50,100" in blocks[i][1]
+    folder = toy_run(tmp_path_factory, README)
+    stdout = block_log(folder, i).read_text(encoding="utf-8")
+    out = folder / "runs" / "toy" / "derived"
+    assert "each at 50, 100 updates" in stdout
+    assert stdout.count("start (log: ") == len(re.findall(r"done in", stdout))
     for b in (50, 100):
         assert (out / "pretrain" / "trans-mlm" / f"checkpoint_u{b}.pt").is_file()
-        assert f"| T_trans | MLM | {b} |" in proc.stdout  # the curve's table
-    assert "| MLM @ 100 |" in proc.stdout and "| MLM @ 50 |" not in proc.stdout  # results.md
+        assert f"| T_trans | MLM | {b} |" in stdout  # the curve's table
+    assert "| MLM @ 100 |" in stdout and "| MLM @ 50 |" not in stdout  # results.md
     payload = json.loads((out / "curve.json").read_text(encoding="utf-8"))
     points = payload["points"]
     assert [p["updates"] for p in points] == [50, 100] and payload["settings"]["curve"] == [50, 100]

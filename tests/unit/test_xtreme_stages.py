@@ -166,3 +166,41 @@ def test_pipelines_side_by_side_parse_their_commands_at_once():
     for thread in threads:
         thread.join()
     assert not errors, errors[:2]
+
+
+def test_a_save_dir_is_continued_by_its_own_command_and_emptied_for_any_other(tmp_path):
+    """``resumable``'s claim: the save dir of an interrupted run of the same command is
+    kept (fairseq then resumes its checkpoint_last.pt); one another command left, or none
+    claimed, is emptied and claimed (the run starts from 0)."""
+    import io
+    import json
+
+    from veco_plugin.pipeline.runner import Console, Runner, Stage
+    from veco_plugin.xtreme.stages import resumable
+
+    for sub in ("stamps", "logs"):
+        (tmp_path / sub).mkdir()
+    save = tmp_path / "save"
+    stage = Stage("pretrain", ["sh", "-c", f"ls {save} > {tmp_path}/seen"], resumable(str(save)))
+    console = io.StringIO()
+    runner = Runner(str(tmp_path), 1, Console("t", console, io.StringIO()), "--force")
+
+    def rerun(owner):
+        (tmp_path / "stamps" / "pretrain.done").unlink(missing_ok=True)
+        save.mkdir(exist_ok=True)
+        (save / "checkpoint_last.pt").write_text("x")
+        (save / "command.json").unlink(missing_ok=True)
+        if owner is not None:
+            (save / "command.json").write_text(json.dumps(owner))
+        console.seek(0)
+        console.truncate()
+        runner.run_stage(stage)
+        assert json.loads((save / "command.json").read_text()) == stage.command
+        return (tmp_path / "seen").read_text().split(), console.getvalue()
+
+    seen, said = rerun(stage.command)
+    assert seen == ["checkpoint_last.pt", "command.json"]
+    assert f"continuing the interrupted run in {save}" in said
+    for owner in (["another"], None):
+        seen, said = rerun(owner)
+        assert seen == ["command.json"] and "continuing" not in said
