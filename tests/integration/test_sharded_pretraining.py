@@ -150,8 +150,10 @@ def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
     )
     try:
         deadline = time.time() + 120
-        while not (save / "checkpoint_last.pt").exists() and time.time() < deadline:
-            time.sleep(0.5)  # the first run holds the lock before its first update
+        lock = save / "train.lock"  # taken before the first update, the holder written in it
+        while not (lock.exists() and lock.read_text().startswith("pid")):
+            assert time.time() < deadline and first.poll() is None, "the first run took no lock"
+            time.sleep(0.2)
         second = run("fairseq-train", shard_train_args(shards, save, 3), check=False)
     finally:
         first.kill()
