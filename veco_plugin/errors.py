@@ -151,7 +151,7 @@ class _Ending:
     deferred = False
 
 
-def _one_line(kind, value) -> Optional[str]:
+def one_line(kind, value) -> Optional[str]:
     """The one line an exception ends the command with; None: its traceback."""
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
     if issubclass(kind, VecoUserError):
@@ -170,7 +170,7 @@ def _one_line(kind, value) -> Optional[str]:
 
 def _one_line_excepthook(previous):
     def excepthook(kind, value, traceback):
-        line = _one_line(kind, value)
+        line = one_line(kind, value)
         rank = launched_rank()
         if line is None:
             stream, sys.stderr = sys.stderr, io.StringIO()

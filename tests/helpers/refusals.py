@@ -1,8 +1,14 @@
 """A console script run in-process on bad input: it must end in one line."""
 
+import contextlib
+import io
+import subprocess
+import sys
 from typing import Sequence
 
 import pytest
+
+from veco_plugin.errors import VecoUserError, one_line
 
 
 def last_line(text: str) -> str:
@@ -23,4 +29,42 @@ def refused(module, argv: Sequence[str], prog: str, capsys, silent: bool = False
     assert not (silent and out), out[-2000:]
     line = last_line(err)
     assert line.startswith(f"{prog}: error: "), err[-2000:]
+    return line
+
+
+def train_in_process(args: Sequence) -> subprocess.CompletedProcess:
+    """fairseq-train on ``args`` in this process: ``fairseq_cli.train.cli_main``, the
+    installed script's entry point, without the start-up of an interpreter, torch and
+    fairseq; ended as the script ends: a ``VecoUserError`` is exit status 1 and the one line
+    the script's excepthook writes (:func:`veco_plugin.errors.one_line`), a parser's exit
+    its status and stderr. Any other exception is raised (a test failure, with its
+    traceback). What only the script's own process shows (the hook ending the process, its
+    exit status, a launcher's ranks): tests/unit/test_errors.py, tests of the installed
+    script. Not thread-safe (``sys.argv``)."""
+    from fairseq_cli import train
+
+    command = ["fairseq-train", *map(str, args)]
+    argv, sys.argv = sys.argv, command
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            train.cli_main()
+        code = 0
+    except SystemExit as ended:
+        code = ended.code if isinstance(ended.code, int) else 1
+    except VecoUserError as error:
+        code = 1
+        err.write(one_line(VecoUserError, error) + "\n")  # the prog: sys.argv[0]'s name
+    finally:
+        sys.argv = argv
+    return subprocess.CompletedProcess(command, code, "", err.getvalue())
+
+
+def train_refused(args: Sequence) -> str:
+    """The line fairseq-train refuses ``args`` with (:func:`train_in_process`): a non-zero
+    exit, no traceback, a last line ``fairseq-train: error: ...``."""
+    proc = train_in_process(args)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = last_line(proc.stderr)
+    assert line.startswith("fairseq-train: error: "), proc.stderr[-2000:]
     return line

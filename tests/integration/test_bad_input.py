@@ -7,12 +7,14 @@ import subprocess
 
 import pytest
 
+from tests.helpers.refusals import train_refused
 from tests.helpers.runner import BIN, env, json_logs, pretrain_args, run
 
 
 def _train_error(args) -> str:
-    """Run fairseq-train expecting a refusal: non-zero exit, no traceback, and a last
-    line ``fairseq-train: error: ...``; return that line."""
+    """Run the installed fairseq-train expecting a refusal: non-zero exit, no traceback,
+    and a last line ``fairseq-train: error: ...``; return that line. (The other cases run
+    its entry point in the test process: ``train_refused``.)"""
     proc = run("fairseq-train", args, check=False)
     assert proc.returncode != 0, "fairseq-train should have refused this input"
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -31,7 +33,7 @@ def test_missing_language(pretrain_data, tmp_path):
 
 def test_missing_split(pretrain_data, tmp_path):
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, "--valid-subset", "test")
-    assert "test" in _train_error(args)
+    assert "test" in train_refused(args)
 
 
 def test_misaligned_bilingual_sides_name_the_carriage_return(pretrain_data, tmp_path):
@@ -61,7 +63,7 @@ def test_misaligned_bilingual_sides_name_the_carriage_return(pretrain_data, tmp_
             data / "bi" / "en-de",
         ],
     )
-    line = _train_error(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
+    line = train_refused(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
     assert "train.en-de" in line and "carriage return" in line
 
 
@@ -70,7 +72,7 @@ def test_data_binarized_with_another_dictionary(pretrain_data, tmp_path):
     shutil.copytree(pretrain_data, data)
     with open(data / "mono" / "de" / "dict.txt", "a", encoding="utf-8") as f:
         f.write("extra-symbol 1\n")
-    line = _train_error(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
+    line = train_refused(pretrain_args(str(data), tmp_path / "ck", "ca_mlm", 2))
     assert "mono/de/dict.txt differs" in line and "--srcdict" in line
 
 
@@ -106,7 +108,7 @@ def test_fully_sharded_is_refused(pretrain_data, tmp_path):
     args = pretrain_args(
         pretrain_data, tmp_path / "ck", "ca_mlm", 2, "--ddp-backend", "fully_sharded"
     )
-    line = _train_error(args)
+    line = train_refused(args)
     assert "--ddp-backend fully_sharded" in line and "pytorch_ddp" in line
 
 
@@ -121,7 +123,7 @@ def test_fully_sharded_is_refused(pretrain_data, tmp_path):
 )
 def test_flags_checked_before_any_data(pretrain_data, tmp_path, flag, value, expected):
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, flag, value)
-    assert expected in _train_error(args)
+    assert expected in train_refused(args)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +136,7 @@ def test_flags_checked_before_any_data(pretrain_data, tmp_path, flag, value, exp
 def test_a_missing_checkpoint_to_start_from(pretrain_data, tmp_path, flag, expected):
     missing = tmp_path / "missing.pt"
     args = pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, flag, missing)
-    assert expected.format(missing) in _train_error(args)
+    assert expected.format(missing) in train_refused(args)
 
 
 def test_ctrl_c_ends_in_one_line(pretrain_data, tmp_path):
