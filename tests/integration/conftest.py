@@ -88,17 +88,21 @@ def word_lists(tmp_path_factory):
     )
 
 
+COLD_START = ("ca_mlm", 150, "--disable-validation")  # pretrain_args' criterion, updates, ...
+COLD_START_LOG = "train.log"  # fairseq-train's stdout, beside the checkpoints
+
+
 @pytest.fixture(scope="session")
 def cold_start(pretrain_data, tmp_path_factory):
     """A veco_tiny checkpoint after 150 ca_mlm updates on ``pretrain_data`` (XLM-Align's
-    cold start; also the aligner tests' checkpoint)."""
-    args = ("ca_mlm", 150, "--disable-validation")
-    save = built_once(
-        tmp_path_factory,
-        "cold",
-        lambda out: run("fairseq-train", pretrain_args(pretrain_data, out, *args)),
-    )
-    return save / "checkpoint_last.pt"
+    cold start; also the aligner tests' checkpoint, and test_pretraining's learning run:
+    its log is ``COLD_START_LOG`` in the same directory)."""
+
+    def train(out):
+        log = run("fairseq-train", pretrain_args(pretrain_data, out, *COLD_START)).stdout
+        (out / COLD_START_LOG).write_text(log, encoding="utf-8")
+
+    return built_once(tmp_path_factory, "cold", train) / "checkpoint_last.pt"
 
 
 # updates of the runs whose word-embedding alignment the tests compare
