@@ -9,9 +9,13 @@ import pytest
 import torch
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
+from tests.helpers.refusals import refused
 from tests.helpers.runner import REPO, run
 from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.checkpoints.trusted_load import load_trusted
+from veco_plugin.cli import retrieve
+
+PROG = "veco-retrieve"
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +129,9 @@ def _one_line_error(args) -> str:
     return proc.stderr.strip().splitlines()[-1]
 
 
-def test_bad_input_is_one_line(pretrain_data, held_out, cold_start, tmp_path):
+def test_bad_input_is_one_line(pretrain_data, held_out, cold_start, tmp_path, capsys):
+    """The first through the installed script, the others through its entry point in the
+    test process (no start-up of torch each time)."""
     src, _ = held_out
     short = tmp_path / "short.de"
     short.write_text("Ein Satz.\n", encoding="utf-8")
@@ -135,15 +141,16 @@ def test_bad_input_is_one_line(pretrain_data, held_out, cold_start, tmp_path):
         "line-aligned files, one sentence per line"
     )
     missing = tmp_path / "missing.pt"
-    assert _one_line_error(["--path", missing, "--src", src, "--tgt", src]) == (
+    assert refused(retrieve, ["--path", missing, "--src", src, "--tgt", src], PROG, capsys) == (
         f"veco-retrieve: error: --path {missing}: no such file"
     )
-    assert _one_line_error(["--path", cold_start, "--src", src, "--tgt", src]) == (
+    args = ["--path", cold_start, "--src", src, "--tgt", src]
+    assert refused(retrieve, args, PROG, capsys) == (
         f"veco-retrieve: error: --path {cold_start}: no sentencepiece.bpe.model or spm.model "
         "next to it: pass the sentencepiece model it was trained with as --spm-model"
     )
     args = ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
     args += ["--dict", f"{pretrain_data}/dict.txt", "--src", src, "--tgt", src, "--layer", "5"]
-    assert _one_line_error(args) == (
+    assert refused(retrieve, args, PROG, capsys) == (
         "veco-retrieve: error: --layer 5: the model has layers 0..2 (0: embeddings)"
     )
