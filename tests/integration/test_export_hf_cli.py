@@ -6,14 +6,17 @@ import shutil
 import pytest
 import torch
 
+from tests.helpers.refusals import refused
 from tests.helpers.runner import REPO, RESET, pretrain_args, roberta_checkpoint, run
 from veco_plugin.checkpoints.encoder import load_encoder
+from veco_plugin.cli import export_hf
 from veco_plugin.corpora.subwords import spm_encoder
 from veco_plugin.evaluation.aer import read_lines
 from veco_plugin.evaluation.retrieval import pad_batch, sentence_ids
 
 transformers = pytest.importorskip("transformers")
 
+PROG = "veco-export-hf"
 TEXT = f"{REPO}/tests/fixtures/text"
 TOL = 1e-5
 # 5.x has one XLM-R tokenizer class, backed by the tokenizers library (use_fast is ignored)
@@ -59,7 +62,7 @@ def _compare(fairseq_path, hf_dir, dict_path, pretrain_data):
     return dictionary, ids
 
 
-def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path):
+def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path, capsys):
     out = tmp_path / "hf"
     dict_path = f"{pretrain_data}/dict.txt"
     proc = run(
@@ -83,19 +86,15 @@ def test_a_veco_checkpoint_round_trip(pretrain_data, cold_start, tmp_path):
         assert tokenizer.pad_token_id == dictionary.pad()
         assert tokenizer.unk_token_id == dictionary.unk()
     assert dictionary.unk() in {i for row in ids for i in row}  # "←" is no piece: <unk> both ways
-    # one-line errors: a non-empty --output, a missing checkpoint
-    again = run("veco-export-hf", ["--path", cold_start, "--output", out], check=False)
-    assert again.returncode == 1 and "Traceback" not in again.stderr
-    assert again.stderr.strip().splitlines()[-1] == (
-        f"veco-export-hf: error: --output {out} is not empty: pass --overwrite or give a new "
-        "directory"
+    # one-line errors (the entry point in the test process): a non-empty --output, a
+    # missing checkpoint
+    again = refused(export_hf, ["--path", cold_start, "--output", out], PROG, capsys)
+    assert again == (
+        f"{PROG}: error: --output {out} is not empty: pass --overwrite or give a new directory"
     )
-    missing = run(
-        "veco-export-hf", ["--path", tmp_path / "no.pt", "--output", tmp_path / "x"], check=False
-    )
-    assert missing.returncode == 1
-    assert missing.stderr.strip().splitlines()[-1] == (
-        f"veco-export-hf: error: --path {tmp_path / 'no.pt'}: no such file"
+    args = ["--path", tmp_path / "no.pt", "--output", tmp_path / "x"]
+    assert refused(export_hf, args, PROG, capsys) == (
+        f"{PROG}: error: --path {tmp_path / 'no.pt'}: no such file"
     )
 
 
