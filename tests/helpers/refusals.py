@@ -1,4 +1,6 @@
-"""A console script run in-process on bad input: it must end in one line."""
+"""A console script run through its entry point in the test process (no start-up of an
+interpreter, torch and fairseq): on bad input it must end in one line; a re-run that only
+skips must end with status 0."""
 
 import contextlib
 import io
@@ -30,6 +32,18 @@ def refused(module, argv: Sequence[str], prog: str, capsys, silent: bool = False
     line = last_line(err)
     assert line.startswith(f"{prog}: error: "), err[-2000:]
     return line
+
+
+def ran(module, argv: Sequence[str], capsys=None) -> str:
+    """Run ``module.cli_main(argv)``; it must end with status 0: its stdout (with
+    ``capsys``; a module fixture has none, and gets "")."""
+    if capsys is not None:
+        capsys.readouterr()
+    try:
+        module.cli_main([str(a) for a in argv])
+    except SystemExit as ended:
+        assert ended.code in (0, None), f"{module.__name__} ended with {ended.code}"
+    return capsys.readouterr().out if capsys is not None else ""
 
 
 def train_in_process(args: Sequence) -> subprocess.CompletedProcess:

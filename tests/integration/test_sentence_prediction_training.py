@@ -25,8 +25,9 @@ import sys
 
 import pytest
 
-from tests.helpers.refusals import train_refused
+from tests.helpers.refusals import ran, train_refused
 from tests.helpers.runner import REPO, RESET, USER_DIR, env, json_logs, pretrain_args, run
+from veco_plugin.cli import gettext_paraphrase, prepare_sentence_prediction
 
 UPDATES = 700
 # --max-positions of the cold start (veco_pretraining's 48 + 48)
@@ -47,26 +48,19 @@ def _paraphrase_data(pretrain_text, pretrain_data, tmp, max_train):
         pytest.skip("no German/French gettext catalogs")
     fr = tmp / "gettext-en-fr"
     run("veco-gettext-corpus", ["--tgt-lang", "fr", "--output", fr, "--test-size", "300"])
-    tsv = tmp / "tsv"
-    python = [sys.executable, "-m"]
-
-    def module(name, *args):
-        subprocess.run(python + [name, *map(str, args)], check=True, env=env(), cwd=REPO)
-
-    module(
-        "veco_plugin.cli.gettext_paraphrase",
+    tsv = tmp / "tsv"  # the two other commands through their entry points, in this process
+    ran(gettext_paraphrase, [
         "--corpus", f"de={pretrain_text}", "--corpus", f"fr={fr}", "--train-lang", "de",
         "--output", tsv, "--max-train", max_train, "--max-eval", "200", "--candidates", "1",
-    )  # fmt: skip
+    ])  # fmt: skip
     splits = []
     for name in ("train", "valid", "test_en", "test_de", "test_fr"):
         splits += ["--split", f"{name}={tsv}/{name}.tsv,{tsv}/{name}.trans.tsv"]
     out = tmp / "bin"
-    module(
-        "veco_plugin.cli.prepare_sentence_prediction", "--layout", "pawsx",
-        "--spm-model", f"{pretrain_data}/spm.model", "--dict", f"{pretrain_data}/dict.txt",
-        "--output", out, *splits,
-    )  # fmt: skip
+    ran(prepare_sentence_prediction, [
+        "--layout", "pawsx", "--spm-model", f"{pretrain_data}/spm.model",
+        "--dict", f"{pretrain_data}/dict.txt", "--output", out, *splits,
+    ])  # fmt: skip
     return out
 
 

@@ -177,3 +177,17 @@ def test_interrupt_stops_every_process_tree_and_a_rerun_resumes(tmp_path, sig):
     runner, _, _ = _runner(tmp_path, jobs=2)
     assert interruptible(runner, pipelines(runner)) == 0
     assert sorted(os.listdir(tmp_path / "stamps")) == ["a.done", "a2.done", "b.done"]
+
+
+def test_the_console_writes_to_the_streams_of_its_time(tmp_path):
+    """A runner built under ``redirect_stdout`` / ``redirect_stderr`` (a program that runs
+    a pipeline through a command's entry point) writes there: the default streams were
+    bound when the module was imported, and the stage lines went to the terminal."""
+    import contextlib
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        console = Console(PROG)
+    console.say("== [s] done")
+    console.error("refused")
+    assert out.getvalue() == "== [s] done\n" and err.getvalue() == f"{PROG}: error: refused\n"

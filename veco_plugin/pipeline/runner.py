@@ -132,8 +132,14 @@ class Console:
     """The prefixed, filtered console that every stage thread writes to; its error lines
     are ``prog: error: ...``."""
 
-    def __init__(self, prog: str, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> None:
-        self.out, self.err, self.prog = out, err, prog
+    def __init__(
+        self, prog: str, out: Optional[IO[str]] = None, err: Optional[IO[str]] = None
+    ) -> None:
+        """``out`` / ``err``: default the standard streams as they are now (a caller's
+        ``contextlib.redirect_stdout`` included), not as they were at import."""
+        self.out = sys.stdout if out is None else out
+        self.err = sys.stderr if err is None else err
+        self.prog = prog
         self._lock = threading.Lock()
 
     def say(self, line: str) -> None:
