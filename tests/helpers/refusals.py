@@ -3,6 +3,7 @@ interpreter, torch and fairseq): on bad input it must end in one line; a re-run 
 skips must end with status 0."""
 
 import contextlib
+import importlib
 import io
 import subprocess
 import sys
@@ -46,23 +47,26 @@ def ran(module, argv: Sequence[str], capsys=None) -> str:
     return capsys.readouterr().out if capsys is not None else ""
 
 
-def train_in_process(args: Sequence) -> subprocess.CompletedProcess:
-    """fairseq-train on ``args`` in this process: ``fairseq_cli.train.cli_main``, the
-    installed script's entry point, without the start-up of an interpreter, torch and
-    fairseq; ended as the script ends: a ``VecoUserError`` is exit status 1 and the one line
-    the script's excepthook writes (:func:`veco_plugin.errors.one_line`), a parser's exit
-    its status and stderr. Any other exception is raised (a test failure, with its
-    traceback). What only the script's own process shows (the hook ending the process, its
-    exit status, a launcher's ranks): tests/unit/test_errors.py, tests of the installed
-    script. Not thread-safe (``sys.argv``)."""
-    from fairseq_cli import train
+FAIRSEQ = {"fairseq-train": "fairseq_cli.train", "fairseq-generate": "fairseq_cli.generate"}
 
-    command = ["fairseq-train", *map(str, args)]
+
+def fairseq_in_process(script: str, args: Sequence) -> subprocess.CompletedProcess:
+    """``script`` (fairseq-train or fairseq-generate) on ``args`` in this process: its
+    installed entry point (``fairseq_cli.*.cli_main``) without the start-up of an
+    interpreter, torch and fairseq; ended as the script ends: a ``VecoUserError`` is exit
+    status 1 and the one line the script's excepthook writes
+    (:func:`veco_plugin.errors.one_line`), a parser's exit its status and stderr. Any other
+    exception is raised (a test failure, with its traceback). What only the script's own
+    process shows (the hook ending the process, its exit status, a launcher's ranks):
+    tests/unit/test_errors.py, tests of the installed script. Not thread-safe
+    (``sys.argv``)."""
+    entry = importlib.import_module(FAIRSEQ[script])
+    command = [script, *map(str, args)]
     argv, sys.argv = sys.argv, command
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            train.cli_main()
+            entry.cli_main()
         code = 0
     except SystemExit as ended:
         code = ended.code if isinstance(ended.code, int) else 1
@@ -74,11 +78,16 @@ def train_in_process(args: Sequence) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(command, code, "", err.getvalue())
 
 
-def train_refused(args: Sequence) -> str:
-    """The line fairseq-train refuses ``args`` with (:func:`train_in_process`): a non-zero
-    exit, no traceback, a last line ``fairseq-train: error: ...``."""
-    proc = train_in_process(args)
+def fairseq_refused(script: str, args: Sequence) -> str:
+    """The line ``script`` refuses ``args`` with (:func:`fairseq_in_process`): a non-zero
+    exit, no traceback, a last line ``SCRIPT: error: ...``."""
+    proc = fairseq_in_process(script, args)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     line = last_line(proc.stderr)
-    assert line.startswith("fairseq-train: error: "), proc.stderr[-2000:]
+    assert line.startswith(f"{script}: error: "), proc.stderr[-2000:]
     return line
+
+
+def train_refused(args: Sequence) -> str:
+    """:func:`fairseq_refused` of fairseq-train."""
+    return fairseq_refused("fairseq-train", args)

@@ -5,9 +5,9 @@ Every refusal is a separate command line (fairseq-train, fairseq-generate, the c
 scripts, ``prepare-pretraining-data.sh``). Each costs a fairseq start-up and nothing
 else, so one module fixture builds the inputs (a tiny veco DATA dir on the frozen
 ``veco_tiny`` dictionary, and a translation checkpoint made from the frozen checkpoint by
-``veco-init-nmt``), runs fairseq-train's entry point in the test process (no start-up:
-tests/helpers/refusals.py) and the other commands two at a time; the tests then read
-their command's ending.
+``veco-init-nmt``), runs fairseq-train's and fairseq-generate's entry points in the test
+process (no start-up: tests/helpers/refusals.py) and the other commands two at a time; the
+tests then read their command's ending.
 """
 
 import os
@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.helpers.refusals import train_in_process
+from tests.helpers.refusals import FAIRSEQ, fairseq_in_process
 from tests.helpers.runner import REPO, USER_DIR, env, pretrain_args, run
 
 FROZEN = os.path.join(REPO, "tests", "fixtures", "checkpoints", "veco_tiny")
@@ -154,8 +154,8 @@ def ends(tmp_path_factory):
         "line_counts": _prepare(uneven, root / "p2", 300),
         "vocab_size": _prepare(TEXT, root / "p3", 100000),
     }  # fmt: skip
-    procs = {case: train_in_process(args) for case, (script, args) in cases.items()
-             if script == "fairseq-train"}  # fmt: skip
+    procs = {case: fairseq_in_process(script, args) for case, (script, args) in cases.items()
+             if script in FAIRSEQ}  # fmt: skip
     others = [case for case in cases if case not in procs]
     with ThreadPoolExecutor(2) as pool:
         procs.update(zip(others, pool.map(_run, [cases[case] for case in others])))

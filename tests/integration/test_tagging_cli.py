@@ -11,8 +11,10 @@ from collections import Counter
 
 import pytest
 
+from tests.helpers.refusals import refused
 from tests.helpers.runner import USER_DIR, json_logs, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
+from veco_plugin.cli import tag_eval
 from veco_plugin.corpora.subwords import load_sentencepiece
 from veco_plugin.corpora.tagging import read_tagged, read_tagged_tsv
 from veco_plugin.corpora.tagging_data import encode_windows
@@ -136,18 +138,13 @@ def test_validation_f1_keeps_the_best_checkpoint_and_is_the_scorers(tagged, tmp_
     ],
 )
 def test_evaluation_refuses_windows_too_long_and_a_file_for_predictions(
-    tagged, tmp_path, flags, words
+    tagged, tmp_path, flags, words, capsys
 ):
+    """Through veco-tag-eval's entry point in the test process (no start-up of torch)."""
     data, checkpoint, _, positions = tagged
     taken = tmp_path / "taken"
     taken.write_text("x")
     flags = [f.format(file=taken) for f in flags]
-    proc = run(
-        "veco-tag-eval",
-        ["--data", data, "--checkpoint", f"c={checkpoint}", "--test", f"en={DEV}", *flags],
-        check=False,
-    )
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("veco-tag-eval: error: ")
+    args = ["--data", data, "--checkpoint", f"c={checkpoint}", "--test", f"en={DEV}", *flags]
+    last = refused(tag_eval, args, "veco-tag-eval", capsys)
     assert words.format(p=positions, file=taken) in last
