@@ -23,6 +23,7 @@ import pytest
 
 from tests.helpers.runner import REPO, env
 from veco_plugin.objectives import OBJECTIVES, objective
+from veco_plugin.quickstart import __main__ as quickstart
 from veco_plugin.quickstart.stages import RANDOM, labels
 
 SCRIPT = os.path.join(REPO, "scripts", "quickstart.sh")
@@ -47,6 +48,21 @@ def _quickstart(*args) -> subprocess.CompletedProcess:
         ["bash", SCRIPT, *map(str, args)], capture_output=True, text=True,
         env=env(OMP_NUM_THREADS="1"), timeout=900,
     )  # fmt: skip
+
+
+def _again(capsys, monkeypatch, *args) -> subprocess.CompletedProcess:
+    """The quickstart through its entry point in the test process (no start-up of torch and
+    fairseq; the smoke run above is the script's): its exit status and output."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONUNBUFFERED"):
+        monkeypatch.setenv(var, "1")  # main() sets them for its stages: restored after
+    monkeypatch.setenv("PATH", env()["PATH"])  # the venv's bin first, as the script puts it
+    capsys.readouterr()
+    try:
+        code = quickstart.main([str(a) for a in args])
+    except SystemExit as parser_error:  # the parser's one line
+        code = parser_error.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["quickstart", *args], code, out, err)
 
 
 def _fixture_text(root) -> str:
@@ -171,12 +187,12 @@ def test_report_numbers_are_finite_and_well_formed(smoke):
     assert table in smoke["proc"].stdout  # the table is printed
 
 
-def test_rerun_skips_finished_stages(smoke):
+def test_rerun_skips_finished_stages(smoke, capsys, monkeypatch):
     run = smoke["run"]
     checkpoints = sorted((run / "finetune").rglob("*.pt"))
     before = {p: p.stat().st_mtime_ns for p in checkpoints}
     start = time.time()
-    proc = _quickstart(*smoke["args"])
+    proc = _again(capsys, monkeypatch, *smoke["args"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert time.time() - start < 30
     for stage in STAGES:
@@ -185,11 +201,11 @@ def test_rerun_skips_finished_stages(smoke):
     assert {p: p.stat().st_mtime_ns for p in checkpoints} == before
 
 
-def test_redone_stage_refreshes_the_report(smoke):
+def test_redone_stage_refreshes_the_report(smoke, capsys, monkeypatch):
     """Deleting one stamp redoes that stage only, and the report after it."""
     run = smoke["run"]
     (run / "stamps" / "eval-random.done").unlink()
-    proc = _quickstart(*smoke["args"])
+    proc = _again(capsys, monkeypatch, *smoke["args"])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     started = re.findall(r"^== \[([\w-]+)\] .* start", proc.stdout, re.M)
     assert sorted(started) == ["eval-random", "report"]
@@ -198,8 +214,8 @@ def test_redone_stage_refreshes_the_report(smoke):
     assert again["sacrebleu"] == smoke["summary"]["results"]["random"]["test"]["sacrebleu"]
 
 
-def test_rerun_with_other_settings_is_refused(smoke):
-    proc = _quickstart(*smoke["args"], "--finetune-updates", "30")
+def test_rerun_with_other_settings_is_refused(smoke, capsys, monkeypatch):
+    proc = _again(capsys, monkeypatch, *smoke["args"], "--finetune-updates", "30")
     assert proc.returncode != 0
     assert re.search(
         r"stage finetune-\w+ finished earlier with other settings .*--force", proc.stderr
@@ -207,16 +223,16 @@ def test_rerun_with_other_settings_is_refused(smoke):
     assert (smoke["run"] / "stamps" / "finetune-veco.done").is_file()  # nothing was lost
 
 
-def test_force_refuses_a_foreign_directory(tmp_path):
+def test_force_refuses_a_foreign_directory(tmp_path, capsys, monkeypatch):
     (tmp_path / "precious.txt").write_text("keep me")
-    proc = _quickstart("--force", "--run-dir", tmp_path)
+    proc = _again(capsys, monkeypatch, "--force", "--run-dir", tmp_path)
     assert proc.returncode != 0 and "does not look like a quickstart run directory" in proc.stderr
     assert (tmp_path / "precious.txt").read_text() == "keep me"
 
 
-def test_bad_flags_fail_fast(tmp_path):
-    proc = _quickstart("--run-dir", tmp_path / "r", "--finetune-updates", "25")
+def test_bad_flags_fail_fast(tmp_path, capsys, monkeypatch):
+    proc = _again(capsys, monkeypatch, "--run-dir", tmp_path / "r", "--finetune-updates", "25")
     assert proc.returncode != 0 and "multiple of --eval-interval" in proc.stderr
-    proc = _quickstart("--run-dir", tmp_path / "r", "--arch", "huge")
+    proc = _again(capsys, monkeypatch, "--run-dir", tmp_path / "r", "--arch", "huge")
     assert proc.returncode != 0 and "--arch huge" in proc.stderr
     assert not (tmp_path / "r").exists()
