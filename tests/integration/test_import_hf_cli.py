@@ -1,7 +1,8 @@
 """veco-import-hf, the real command line, on a Hugging Face XLM-R directory built here (the
 published layout at veco_tiny's sizes, random weights): stock fairseq, in a process without
 the plugin and with torch's weights-only loading, reads the result and computes and
-tokenizes what transformers does; veco-align, veco-retrieve, veco-init-nmt and
+tokenizes what transformers does; veco-align, veco-retrieve, veco-init-nmt (their entry
+points, in the test process) and
 ``--pretrained-xlmr`` take it; bad input is one line."""
 
 import os
@@ -12,9 +13,11 @@ import pytest
 import torch
 
 from tests.helpers.hf_xlmr import TEXT, hf_dir, xlmr_spm
-from tests.helpers.runner import BIN, REPO, env, run
+from tests.helpers.refusals import ran
+from tests.helpers.runner import BIN, REPO, env
 from tests.helpers.toy import build
 from veco_plugin.checkpoints.encoder import load_encoder
+from veco_plugin.cli import align, init_nmt, retrieve
 from veco_plugin.models.veco import load_xlmr_into_veco
 
 pytest.importorskip("transformers")
@@ -85,16 +88,16 @@ def test_stock_fairseq_reads_it_and_computes_what_transformers_computes(imported
     print(proc.stdout)
 
 
-def test_the_plugins_commands_take_it(imported, tmp_path):
+def test_the_plugins_commands_take_it(imported, tmp_path, capsys):
+    """Through the commands' entry points in the test process (no start-up of torch each)."""
     _, out = imported
     model_pt = out / "model.pt"
-    src, tgt = f"{TEXT}/valid.en", f"{TEXT}/valid.de"
-    align = run("veco-align", ["--path", model_pt, "--src", src, "--tgt", tgt, "--cpu"])
-    assert len(align.stdout.splitlines()) == len(open(src).read().splitlines())
-    retrieve = run("veco-retrieve", ["--path", model_pt, "--src", src, "--tgt", tgt, "--cpu"])
-    assert retrieve.stdout.startswith("src->tgt top-1 accuracy ")
+    args = ["--path", model_pt, "--src", f"{TEXT}/valid.en", "--tgt", f"{TEXT}/valid.de", "--cpu"]
+    aligned = ran(align, args, capsys)
+    assert len(aligned.splitlines()) == len(open(f"{TEXT}/valid.en").read().splitlines())
+    assert ran(retrieve, args, capsys).startswith("src->tgt top-1 accuracy ")
     nmt = tmp_path / "nmt.pt"
-    run("veco-init-nmt", ["--pretrained", model_pt, "--output", nmt])
+    ran(init_nmt, ["--pretrained", model_pt, "--output", nmt], capsys)
     assert nmt.is_file()
     # --pretrained-xlmr: what veco_pretraining's build_model does with the file
     fairseq_model, dictionary = load_encoder(str(model_pt))
