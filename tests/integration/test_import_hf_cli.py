@@ -2,8 +2,7 @@
 published layout at veco_tiny's sizes, random weights): stock fairseq, in a process without
 the plugin and with torch's weights-only loading, reads the result and computes and
 tokenizes what transformers does; veco-align, veco-retrieve, veco-init-nmt (their entry
-points, in the test process) and
-``--pretrained-xlmr`` take it; bad input is one line."""
+points, in the test process) and ``--pretrained-xlmr`` take it; bad input is one line."""
 
 import os
 import subprocess
