@@ -35,8 +35,8 @@ def refused(module, argv: Sequence[str], prog: str, capsys, silent: bool = False
     return line
 
 
-def ran(module, argv: Sequence[str], capsys=None) -> str:
-    """Run ``module.cli_main(argv)``; it must end with status 0: its stdout (with
+def ran(module, argv: Sequence[str], capsys=None) -> subprocess.CompletedProcess:
+    """Run ``module.cli_main(argv)``; it must end with status 0: what it wrote (with
     ``capsys``; a module fixture has none, and gets "")."""
     if capsys is not None:
         capsys.readouterr()
@@ -44,7 +44,8 @@ def ran(module, argv: Sequence[str], capsys=None) -> str:
         module.cli_main([str(a) for a in argv])
     except SystemExit as ended:
         assert ended.code in (0, None), f"{module.__name__} ended with {ended.code}"
-    return capsys.readouterr().out if capsys is not None else ""
+    out, err = capsys.readouterr() if capsys is not None else ("", "")
+    return subprocess.CompletedProcess([module.__name__, *argv], 0, out, err)
 
 
 FAIRSEQ = {"fairseq-train": "fairseq_cli.train", "fairseq-generate": "fairseq_cli.generate"}

@@ -83,7 +83,7 @@ def test_every_stage_runs_and_the_table_is_written(smoke):
 
 def test_a_rerun_skips_every_stage(smoke, capsys):
     out, first = smoke
-    again = ran(derived_transfer, ["--out", out] + FLAGS, capsys)
+    again = ran(derived_transfer, ["--out", out] + FLAGS, capsys).stdout
     skipped = re.findall(r"^== \[(\S+)\] finished earlier: skipped", again, re.M)
     assert sorted(skipped) == sorted(stages())
     assert " start (log:" not in again

@@ -92,9 +92,9 @@ def test_the_plugins_commands_take_it(imported, tmp_path, capsys):
     _, out = imported
     model_pt = out / "model.pt"
     args = ["--path", model_pt, "--src", f"{TEXT}/valid.en", "--tgt", f"{TEXT}/valid.de", "--cpu"]
-    aligned = ran(align, args, capsys)
+    aligned = ran(align, args, capsys).stdout
     assert len(aligned.splitlines()) == len(open(f"{TEXT}/valid.en").read().splitlines())
-    assert ran(retrieve, args, capsys).startswith("src->tgt top-1 accuracy ")
+    assert ran(retrieve, args, capsys).stdout.startswith("src->tgt top-1 accuracy ")
     nmt = tmp_path / "nmt.pt"
     ran(init_nmt, ["--pretrained", model_pt, "--output", nmt], capsys)
     assert nmt.is_file()

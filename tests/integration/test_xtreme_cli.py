@@ -97,7 +97,7 @@ def test_udpos_table_for_the_checkpoint_and_random_initialization(udpos):
 
 def test_a_rerun_skips_every_finished_stage(udpos, capsys):
     out, args, first = udpos
-    again = ran(xtreme, args, capsys)
+    again = ran(xtreme, args, capsys).stdout
     stages = ["prepare-cold", "finetune-cold", "test-cold", "finetune-random", "test-random"]
     for stage in stages:
         assert f"== [{stage}] finished earlier: skipped" in again
