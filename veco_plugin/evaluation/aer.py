@@ -562,4 +562,34 @@ def evaluate_files(
             why,
             unchecked,
         )
-    return count_links(gold.sentences, predicted)
+    counts = count_links(gold.sentences, predicted)
+    warn_if_transposed(counts, gold.sentences, predicted, gold_path, pred_path)
+    return counts
+
+
+# the factor by which the swapped links must match more for a warning: the sides of a
+# correct prediction match worse swapped (only the diagonal links match both ways)
+TRANSPOSED = Fraction(5, 4)
+
+
+def warn_if_transposed(
+    counts: AerCounts,
+    gold: Sequence[GoldSentence],
+    predicted: Sequence[AbstractSet[Link]],
+    gold_path: str,
+    pred_path: str,
+) -> None:
+    """One warning line when the predictions match the gold clearly better with each link
+    ``i-j`` read as ``j-i``: the aligner was given the sides in the other order than the
+    gold's (``veco-align --src/--tgt``), and the scores mean little."""
+    swapped = count_links(gold, [frozenset((j, i) for i, j in links) for links in predicted])
+    if swapped.matched_possible > TRANSPOSED * counts.matched_possible:
+        logger.warning(
+            "%s matches %s better with its links read the other way round (%d of its links "
+            "match read j-i, %d read i-j): were the sides swapped? Align with the gold's "
+            "source as --src (veco-align --src SRC --tgt TGT for SRC-TGT gold)",
+            pred_path,
+            gold_path,
+            swapped.matched_possible,
+            counts.matched_possible,
+        )
