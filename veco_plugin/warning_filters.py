@@ -13,15 +13,18 @@ None is the user's to act on, and the plugin makes none of these calls:
 * six hydra deprecations (``hydra.experimental.initialize()``/``compose()`` are no longer
   experimental, no ``version_base``, the ``# @package _group_`` header, schema matching,
   the ``strict`` flag) -- fairseq's ``convert_namespace_to_omegaconf`` and its config
-  files use hydra 1.0's API; each attributed to the hydra module that raises it (the
-  schema one to ``sys``: hydra's stack level points above the stack).
+  files use hydra 1.0's API; each attributed to the hydra module that raises it, but the
+  schema one: hydra's fixed stack level lands in whatever called fairseq's configuration
+  (``sys`` when the stack is shorter, as in fairseq-train; ``threading`` in a thread, as
+  ``veco-xtreme``'s stages parse their commands; the caller's module otherwise), so it
+  is matched by its message alone (hydra's own words: no other code raises it).
 * ``UserWarning: 'pin_memory' argument is set as true but no accelerator is found`` --
   fairseq's ``EpochBatchIterator`` always asks for pinned memory; attributed to
   ``torch.utils.data.dataloader``.
 
-Each filter matches the message *and* the module the warning is attributed to, so any
-other warning from those modules, and the same warning raised by other code (the plugin's
-own, for one), still shows.
+Each filter matches the message *and* the module the warning is attributed to (but the
+one above), so any other warning from those modules, and the same warning raised by other
+code (the plugin's own, for one), still shows.
 """
 
 import warnings
@@ -62,7 +65,7 @@ _FAIRSEQ_CALLS = (
     (
         r"\s*'config' is validated against ConfigStore schema with the same name",
         UserWarning,
-        r"sys\Z",
+        r"",  # any module: see the docstring
     ),
     (
         r"\s*The strict flag in the compose API is deprecated",
