@@ -1,11 +1,30 @@
 """Registers the plugin with fairseq once per session (as ``--user-dir veco_plugin`` does)."""
 
+import logging
 import os
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(REPO, "veco_plugin")
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """The root logger's handlers and level as they were before the test. A command run
+    through its entry point in the test process sets them (``logging.basicConfig(force=True,
+    stream=sys.stderr)``: this test's captured stream); left there, a later test's logging
+    writes to a closed stream and prints "--- Logging error ---" with a traceback. pytest's
+    own capture handlers (added and removed per phase) are left to pytest."""
+    root = logging.getLogger()
+
+    def ours(handlers):
+        return [h for h in handlers if not type(h).__module__.startswith("_pytest")]
+
+    handlers, level = ours(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers + [h for h in root.handlers if h not in ours(root.handlers)]
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session", autouse=True)
