@@ -8,6 +8,7 @@ import filecmp
 import gzip
 import lzma
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 
 from tests.helpers.multilingual_text import gettext_corpora, has_catalogs, make_text
-from tests.helpers.runner import BIN, env, json_logs, pretrain_args, run
+from tests.helpers.runner import BIN, env, json_logs, run
 from tests.helpers.shared import built_once
 from veco_plugin.corpora.subwords import load_sentencepiece
 
@@ -43,15 +44,23 @@ def prepared(tmp_path_factory):
     return text, str(root / "data"), proc
 
 
-def test_shards_train_with_fairseq(prepared, tmp_path):
+def test_shards_train_with_the_printed_command(prepared, tmp_path):
+    """The command veco-prepare-pretraining prints, its ``...`` completed with the smallest
+    flags of a run, trains on both shards (was: no --user-dir, fairseq's 'invalid choice:
+    veco_pretraining')."""
     _, data, proc = prepared
-    shards = f"{data}/shard0:{data}/shard1"
-    assert f"DATA ready: fairseq-train {shards} --task veco_pretraining" in proc.stdout
-    args = pretrain_args(shards, tmp_path / "save", "ca_mlm", 2, "--log-interval", "1")
-    args[args.index("--mono-langs") + 1] = ",".join(MONO)
-    args[args.index("--bi-pairs") + 1] = ",".join(BI)
-    out = run("fairseq-train", args)
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("DATA ready: ")]
+    printed = shlex.split(line[len("DATA ready: ") :])
+    assert printed[:2] == ["fairseq-train", f"{data}/shard0:{data}/shard1"] and printed[-1] == "..."
+    completed = printed[1:-1] + [
+        "--arch", "veco_tiny", "--criterion", "ca_mlm", "--optimizer", "adam", "--lr", "1e-3",
+        "--max-tokens", "2000", "--max-update", "2", "--cpu", "--num-workers", "0",
+        "--save-dir", tmp_path / "save", "--disable-validation", "--log-format", "json",
+        "--log-interval", "1",
+    ]  # fmt: skip
+    out = run("fairseq-train", completed)
     assert [r["num_updates"] for r in json_logs(out.stdout + out.stderr)] == [1, 2]
+    assert f"--mono-langs {','.join(MONO)} --bi-pairs {','.join(BI)}" in line
 
 
 def _lines(path):

@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 
 from ..errors import VecoUserError
 from ..prepare.plan import Settings
+from ..pretraining_command import USER_DIR
 from .common import run_cli
 from .config_flags import add_config_flags, config_from_flags
 
@@ -101,7 +102,8 @@ def main(args: argparse.Namespace) -> None:
     flags = [("--mono-langs", plan.mono_langs), ("--bi-pairs", plan.bi_pairs)]
     train = " ".join(f"{flag} {','.join(names)}" for flag, names in flags if names)
     done = "DATA ready" if args.shard is None else f"shard{args.shard} ready"
-    print(f"{done}: fairseq-train {shards} --task veco_pretraining {train} ...", flush=True)
+    command = f"fairseq-train {shards} --user-dir {USER_DIR} --task veco_pretraining {train}"
+    print(f"{done}: {command} ...", flush=True)
 
 
 def cli_main(argv: Optional[Sequence[str]] = None) -> None:
