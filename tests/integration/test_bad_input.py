@@ -127,6 +127,25 @@ def test_flags_checked_before_any_data(pretrain_data, tmp_path, flag, value, exp
 
 
 @pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (["--arch", "roberta_base"], "--arch roberta_base builds a RobertaModel: --task "
+         "veco_pretraining trains a veco encoder, --arch "),
+        (["--arch", "veco_transformer_tiny"], "--arch veco_transformer_tiny builds a "
+         "VecoTransformerModel: --task veco_pretraining trains a veco encoder"),
+        (["--criterion", "masked_lm"], "--criterion masked_lm: --task veco_pretraining's "
+         "batches are read by the plugin's objectives: give --criterion "),
+    ],
+    ids=["roberta", "translation-model", "masked_lm"],
+)  # fmt: skip
+def test_a_model_or_criterion_the_task_cannot_train(pretrain_data, tmp_path, extra, expected):
+    """Was: AttributeError ('RobertaModel' object has no attribute 'sentence_encoder') and
+    KeyError: 'target', each with a traceback."""
+    line = train_refused(pretrain_args(pretrain_data, tmp_path / "ck", "ca_mlm", 2, *extra))
+    assert expected in line and ("veco_base" in line or "ca_mlm" in line), line
+
+
+@pytest.mark.parametrize(
     "flag,expected",
     [
         ("--restore-file", "--restore-file {}: no such file"),

@@ -248,6 +248,41 @@ def check_cross_attention_schedule(cfg: "VecoPretrainingConfig", criterion) -> N
         )
 
 
+def check_model(cfg, model) -> None:
+    """The task trains a veco encoder (``VecoModel``: two streams, the objectives' heads);
+    any other ``--arch`` is refused naming what fits (was: ``'RobertaModel' object has no
+    attribute 'sentence_encoder'``)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    from ..models.veco import VecoModel
+
+    if not isinstance(model, VecoModel):
+        archs = sorted(a for a, m in ARCH_MODEL_REGISTRY.items() if issubclass(m, VecoModel))
+        raise VecoUserError(
+            f"--arch {getattr(cfg, '_name', None) or getattr(cfg, 'arch', '?')} builds a "
+            f"{type(model).__name__}: --task veco_pretraining trains a veco encoder, --arch "
+            f"{' / '.join(archs)} (fairseq's own RoBERTa trains with --task masked_lm)"
+        )
+
+
+def check_criterion(cfg, criterion) -> None:
+    """The task's batches (two sub-batches, masks drawn per update) are read by the
+    plugin's pre-training objectives (``MaskedTermsCriterion``); any other ``--criterion``
+    is refused naming them (was: ``KeyError: 'target'``)."""
+    from fairseq.criterions import CRITERION_REGISTRY
+
+    from ..criterions.masked_terms import MaskedTermsCriterion
+
+    if not isinstance(criterion, MaskedTermsCriterion):
+        names = sorted(
+            n for n, c in CRITERION_REGISTRY.items() if issubclass(c, MaskedTermsCriterion)
+        )
+        raise VecoUserError(
+            f"--criterion {getattr(cfg, '_name', '?')}: --task veco_pretraining's batches are "
+            f"read by the plugin's objectives: give --criterion {' / '.join(names)}"
+        )
+
+
 def check_word_links(cfg: "VecoPretrainingConfig", readers, split: str, data: str) -> None:
     """Every pair of ``data`` has ``split``'s word alignments (``fairseq-preprocess
     --align-suffix``), which the criterion's terms ``readers`` read (WEAM's exchange
@@ -472,6 +507,7 @@ class VecoPretrainingTask(FairseqTask):
         model = super().build_model(cfg, from_checkpoint)
         if from_checkpoint:
             return model
+        check_model(cfg, model)
         if self.cfg.pretrained_xlmr:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
@@ -508,6 +544,8 @@ class VecoPretrainingTask(FairseqTask):
 
     def build_criterion(self, cfg, from_checkpoint=False):
         criterion = super().build_criterion(cfg, from_checkpoint)
+        if not from_checkpoint:
+            check_criterion(cfg, criterion)
         check_cross_attention_schedule(self.cfg, criterion)
         self._warm_start = getattr(criterion, "needs_warm_start", False)
         self._reads_links = getattr(criterion, "reads_links", ())
