@@ -157,20 +157,30 @@ def test_plug_out_from_a_longer_pretraining_is_well_above_chance(
     assert table["out"]["test_en"] >= WELL_ABOVE_CHANCE
 
 
+@pytest.mark.parametrize(
+    "arch, what, fix",
+    [
+        ("veco_tiny", "does not fit this veco_tiny model", "pass the --max-positions it was "
+         f"trained with, {MAX_POSITIONS}"),
+        ("veco_base", "holds a veco_tiny model (--task veco_pretraining), this run builds "
+         "veco_base", f"pass --arch veco_tiny and the --max-positions it was trained with, "
+         f"{MAX_POSITIONS}"),
+    ],
+)  # fmt: skip
 def test_restoring_with_other_max_positions_names_the_trained_one(
-    paraphrase_data, cold_start, tmp_path
+    paraphrase_data, cold_start, tmp_path, arch, what, fix
 ):
-    """Same architecture, another task (fine-tuning): the line names the sizes that differ
-    and the --max-positions the checkpoint was trained with (was: 'holds a veco_tiny
-    model, this run builds veco_tiny')."""
+    """Another task (fine-tuning): the line names the sizes that differ and the
+    --max-positions the checkpoint was trained with (was: 'holds a veco_tiny model, this
+    run builds veco_tiny'), and its --arch where it is not this run's (was: the
+    --max-positions alone, and the same line again once passed)."""
     args = [
         paraphrase_data, "--user-dir", USER_DIR, "--task", "veco_sentence_prediction",
         "--criterion", "veco_sentence_prediction", "--num-classes", "2",
-        "--max-positions", "64", "--arch", "veco_tiny", "--restore-file", cold_start,
+        "--max-positions", "64", "--arch", arch, "--restore-file", cold_start,
         "--reset-optimizer", "--cpu", "--optimizer", "adam", "--lr", "1e-3",
         "--batch-size", "8", "--max-update", "1", "--save-dir", tmp_path, "--num-workers", "0",
     ]  # fmt: skip
     line = train_refused(args)
-    assert line.startswith(f"fairseq-train: error: {cold_start} does not fit this veco_tiny model")
-    assert "embed_positions" in line
-    assert line.endswith(f"pass the --max-positions it was trained with, {MAX_POSITIONS}")
+    assert line.startswith(f"fairseq-train: error: {cold_start} {what}")
+    assert ("embed_positions" in line) == (arch == "veco_tiny") and line.endswith(fix), line

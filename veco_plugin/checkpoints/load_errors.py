@@ -122,8 +122,9 @@ def _mismatch(trainer, filename: str, error: Exception) -> str:
             f"a pre-training checkpoint: convert it with veco-init-nmt --pretrained {filename} "
             "--output INIT.pt and fine-tune with the --restore-file INIT.pt and flags it prints"
         )
-    elif positions is not None:
-        fix = f"pass the --max-positions it was trained with, {positions}"
+    elif positions is not None:  # and the arch, when it is not this run's
+        arch = f"--arch {theirs} and " if theirs not in (ours, "?") else ""
+        fix = f"pass {arch}the --max-positions it was trained with, {positions}"
     else:
         fix = "a checkpoint to start from needs this run's --arch, sizes and --task"
     return f"{filename} {what}: {fix}"
