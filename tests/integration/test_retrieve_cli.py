@@ -144,11 +144,8 @@ def test_bad_input_is_one_line(pretrain_data, held_out, cold_start, tmp_path, ca
     assert refused(retrieve, ["--path", missing, "--src", src, "--tgt", src], PROG, capsys) == (
         f"veco-retrieve: error: --path {missing}: no such file"
     )
-    args = ["--path", cold_start, "--src", src, "--tgt", src]
-    assert refused(retrieve, args, PROG, capsys) == (
-        f"veco-retrieve: error: --path {cold_start}: no sentencepiece.bpe.model or spm.model "
-        "next to it: pass the sentencepiece model it was trained with as --spm-model"
-    )
+    # a vocabulary neither given, next to the checkpoint nor in its training data:
+    # tests/integration/test_checkpoint_vocabulary.py
     args = ["--path", cold_start, "--spm-model", f"{pretrain_data}/spm.model"]
     args += ["--dict", f"{pretrain_data}/dict.txt", "--src", src, "--tgt", src, "--layer", "5"]
     assert refused(retrieve, args, PROG, capsys) == (

@@ -34,7 +34,7 @@ from fairseq.models.roberta import RobertaModel
 from torch import Tensor
 from tqdm import tqdm
 
-from ..checkpoints.encoder import load_spm_model, spm_model_beside
+from ..checkpoints.encoder import load_spm_model, locate_spm_model
 from ..errors import VecoUserError
 from ..models.features import layer_states, resolve_layer
 from ..modules.pair_layout import split_pair
@@ -80,14 +80,15 @@ def word_pieces(
     bpe_codes: Optional[str] = None,
     checkpoint: Optional[str] = None,
 ) -> PieceFn:
-    """The subword encoder: ``--spm-model``, ``--bpe-codes``, or else a sentencepiece model
-    next to ``checkpoint`` (``SPM_NAMES``: the released XLM-R layout)."""
+    """The subword encoder: ``--spm-model``, ``--bpe-codes``, or else the sentencepiece
+    model of ``checkpoint`` (next to it, else in its training data:
+    :func:`..checkpoints.encoder.locate_spm_model`)."""
     if spm_model and bpe_codes:
         raise VecoUserError("give --spm-model or --bpe-codes, not both")
     if bpe_codes:
         return fastbpe_pieces(bpe_codes)
     if not spm_model and checkpoint:
-        spm_model = spm_model_beside(checkpoint)
+        spm_model, _ = locate_spm_model(checkpoint)
         if spm_model:
             logger.info("subwords: %s", spm_model)
     if not spm_model:

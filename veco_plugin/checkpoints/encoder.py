@@ -6,8 +6,11 @@
   XLM-R ``masked_lm``) for ``veco-align``, ``veco-retrieve`` and ``veco-export-hf``, set up
   by fairseq's ``load_model_ensemble_and_task`` from the checkpoint's own configuration with
   its data directory replaced by one holding the dictionary (:func:`find_dictionary`);
-* :func:`find_spm_model`, :func:`load_spm_model`: the sentencepiece model given, or the one
-  beside a checkpoint (``SPM_NAMES``: the released XLM-R layout).
+* :func:`find_dictionary`, :func:`find_spm_model`, :func:`load_spm_model`: a checkpoint's
+  vocabulary, by one rule for every tool: the file given (``--dict``, ``--spm-model``), else
+  the one next to the checkpoint (``SPM_NAMES``, ``dict.txt``: the released XLM-R layout),
+  else the one in the data directory its training recorded (what ``fairseq-train
+  --save-dir`` leaves: the DATA of ``veco-prepare-pretraining`` holds both).
 
 Classifiers load through :mod:`veco_plugin.checkpoints.classifier`, on :func:`read_checkpoint`.
 """
@@ -251,22 +254,39 @@ def load_spm_model(model_path: str) -> Any:
         raise VecoUserError(not_a_spm_model(model_path, exc.__cause__ or exc)) from None
 
 
-def spm_model_beside(checkpoint: str) -> Optional[str]:
-    """A sentencepiece model next to ``checkpoint`` (``SPM_NAMES``), or None."""
-    directory = os.path.dirname(os.path.abspath(checkpoint))
+def _spm_model_in(directory: str) -> Optional[str]:
     found = [os.path.join(directory, n) for n in SPM_NAMES]
     return next((f for f in found if os.path.isfile(f)), None)
 
 
-def find_spm_model(spm_model: Optional[str], checkpoint: str) -> str:
-    """``--spm-model`` (checked), else a sentencepiece model next to the checkpoint
-    (``SPM_NAMES``)."""
+def spm_model_beside(checkpoint: str) -> Optional[str]:
+    """A sentencepiece model next to ``checkpoint`` (``SPM_NAMES``), or None."""
+    return _spm_model_in(os.path.dirname(os.path.abspath(checkpoint)))
+
+
+def locate_spm_model(checkpoint: str, state: Optional[Dict] = None) -> Tuple[Optional[str], str]:
+    """(the sentencepiece model next to ``checkpoint``, else in the data directory its
+    training recorded, or None; where it was looked for). ``state``: the checkpoint's when
+    the caller has read it, else read here when nothing is next to it."""
+    found = spm_model_beside(checkpoint)
+    if found:
+        return found, ""
+    recorded = recorded_data_dir(read_checkpoint(checkpoint) if state is None else state)
+    if not recorded:
+        return None, "next to it"
+    return _spm_model_in(recorded), f"next to it nor in its training data {recorded}"
+
+
+def find_spm_model(spm_model: Optional[str], checkpoint: str, state: Optional[Dict] = None) -> str:
+    """``--spm-model`` (checked), else :func:`locate_spm_model`'s (the rule of
+    :func:`find_dictionary`)."""
     if spm_model:
         check_spm_model(spm_model)
-    found = spm_model or spm_model_beside(checkpoint)
+        return spm_model
+    found, looked = locate_spm_model(checkpoint, state)
     if not found:
         raise VecoUserError(
-            f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} next to it: pass the "
+            f"--path {checkpoint}: no {' or '.join(SPM_NAMES)} {looked}: pass the "
             "sentencepiece model it was trained with as --spm-model"
         )
     return found

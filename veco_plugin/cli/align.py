@@ -60,7 +60,8 @@ def get_parser() -> argparse.ArgumentParser:
         "--spm-model",
         metavar="MODEL",
         help="sentencepiece model the checkpoint was trained with (default: "
-        "sentencepiece.bpe.model or spm.model next to CKPT)",
+        "sentencepiece.bpe.model or spm.model next to CKPT, else in the data directory "
+        "recorded in CKPT)",
     )
     subwords.add_argument(
         "--bpe-codes",

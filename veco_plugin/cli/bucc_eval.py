@@ -53,8 +53,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=PATH")
     p.add_argument("--test", action="append", default=None, metavar="LANG", choices=LANGS)
     p.add_argument("--layer", type=int, default=None, help="0..L (default: XTREME's layer)")
-    p.add_argument("--spm-model", default=None, help="default: next to each checkpoint")
-    p.add_argument("--dict", default=None, help="default: next to each checkpoint")
+    vocabulary = "default: next to each checkpoint, else in the data directory it records"
+    p.add_argument("--spm-model", default=None, help=vocabulary)
+    p.add_argument("--dict", default=None, help=vocabulary)
     p.add_argument("--batch-size", type=int, default=100, help="XTREME's 100")
     p.add_argument("--json", default=None, help="also write the scores here")
     p.add_argument("--predictions", default=None, help="write DIR/NAME/test-LANG.tsv")

@@ -41,7 +41,7 @@ def get_parser() -> argparse.ArgumentParser:
         "--spm-model",
         metavar="MODEL",
         help="its sentencepiece model (default: sentencepiece.bpe.model or spm.model next "
-        "to CKPT)",
+        "to CKPT, else in the data directory recorded in CKPT)",
     )
     parser.add_argument(
         "--dict",

@@ -73,7 +73,7 @@ def get_parser() -> argparse.ArgumentParser:
         "--spm-model",
         metavar="MODEL",
         help="sentencepiece model of the checkpoint (default: sentencepiece.bpe.model or "
-        "spm.model next to CKPT)",
+        "spm.model next to CKPT, else in the data directory recorded in CKPT)",
     )
     parser.add_argument(
         "--dict",

@@ -74,8 +74,9 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev", metavar="FILE[,FILE...]", help="English dev file(s)")
     p.add_argument("--test", action="append", default=[], metavar="LANG=FILE[,FILE...]")
     p.add_argument("--random-baseline", action="store_true", help="add a random-init row")
-    p.add_argument("--spm-model", help="sentencepiece model (default: beside each checkpoint)")
-    p.add_argument("--dict", help="dict.txt (default: beside each checkpoint)")
+    vocabulary = "(default: next to each checkpoint, else in the data directory it records)"
+    p.add_argument("--spm-model", help=f"sentencepiece model {vocabulary}")
+    p.add_argument("--dict", help=f"dict.txt {vocabulary}")
     g = p.add_argument_group("fine-tuning (default: the task's XTREME recipe)")
     g.add_argument("--lr", type=float, help="[the recipe's for the checkpoint's size]")
     g.add_argument("--epochs", type=int)

@@ -10,19 +10,15 @@ a ``veco`` arch (else ``veco_base``), with every size as a flag, so that a check
 trained with ``--encoder-layers`` and friends is rebuilt as it was.
 """
 
-import os
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..checkpoints.config import cfg_value, checkpoint_model_cfg
 from ..checkpoints.encoder import (
-    SPM_NAMES,
-    check_spm_model,
     find_dictionary,
+    find_spm_model,
     read_checkpoint,
-    recorded_data_dir,
     refuse_other_models,
-    spm_model_beside,
 )
 from ..checkpoints.sizes import pretrained_sizes
 from ..errors import VecoUserError
@@ -67,26 +63,6 @@ def parse_checkpoint(value: str, taken: List[str]) -> Tuple[str, str]:
     return name, path
 
 
-def _spm_model(named: str, path: str, state, given: Optional[str]) -> str:
-    if given:
-        check_spm_model(given)
-        return given
-    found = spm_model_beside(path)
-    recorded = recorded_data_dir(state)
-    if not found and recorded:
-        found = next(
-            (os.path.join(recorded, n) for n in SPM_NAMES if os.path.isfile(f"{recorded}/{n}")),
-            None,
-        )
-    if not found:
-        where = f" nor in its training data {recorded}" if recorded else ""
-        raise VecoUserError(
-            f"{named}: no {' or '.join(SPM_NAMES)} next to it{where}: pass the sentencepiece "
-            "model it was trained with as --spm-model"
-        )
-    return found
-
-
 LANGUAGE_ROWS = "embed_tokens.languages.weight"
 
 
@@ -106,6 +82,7 @@ def describe(
     try:
         refuse_other_models(path, state)
         dictionary = find_dictionary(path, state, dict_path)
+        spm = find_spm_model(spm_model, path, state)
     except VecoUserError as exc:
         raise VecoUserError(str(exc).replace(f"--path {path}", named)) from None
     model_cfg = checkpoint_model_cfg(state)
@@ -129,7 +106,7 @@ def describe(
     return Pretrained(
         name=name,
         path=path,
-        spm_model=_spm_model(named, path, state, spm_model),
+        spm_model=spm,
         dictionary=dictionary,
         model_flags=tuple(flags),
         positions=positions,
