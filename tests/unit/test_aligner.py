@@ -3,10 +3,12 @@
 import argparse
 import logging
 import random
+import shutil
 
 import pytest
 import torch
 
+from tests.helpers.runner import REPO
 from tests.helpers.toy import build, random_tokens, toy_dictionary
 from veco_plugin.alignment.aligner import (
     METHODS,
@@ -20,7 +22,12 @@ from veco_plugin.alignment.aligner import (
     links_from_hidden,
     word_pieces,
 )
-from veco_plugin.checkpoints.encoder import find_dictionary, load_encoder
+from veco_plugin.checkpoints.encoder import (
+    find_dictionary,
+    find_spm_model,
+    load_encoder,
+    locate_spm_model,
+)
 from veco_plugin.cli.align import cli_main
 from veco_plugin.errors import VecoUserError
 from veco_plugin.models.features import layer_states, resolve_layer
@@ -201,8 +208,30 @@ def test_user_errors_name_the_flag(tmp_path):
         load_encoder(str(tmp_path))
     with pytest.raises(VecoUserError, match=f"--path {text}: not a .*checkpoint"):
         load_encoder(str(text))
+    with pytest.raises(VecoUserError, match=f"--path {text}: not a .*checkpoint"):
+        word_pieces(checkpoint=str(text))  # read for its training data: no spm beside it
+    moved = tmp_path / "moved.pt"  # the frozen checkpoint: its training data is not here
+    shutil.copy(f"{REPO}/tests/fixtures/checkpoints/veco_tiny/checkpoint.pt", moved)
     with pytest.raises(VecoUserError, match="--spm-model MODEL .* or --bpe-codes"):
-        word_pieces(checkpoint=str(text))
+        word_pieces(checkpoint=str(moved))
+
+
+def test_the_spm_model_is_found_next_to_the_checkpoint_then_in_its_data(tmp_path):
+    """The rule of find_dictionary, for the sentencepiece model of every tool."""
+    ckpt_dir, data = tmp_path / "ckpt", tmp_path / "data"
+    ckpt_dir.mkdir()
+    data.mkdir()
+    ckpt = str(ckpt_dir / "model.pt")
+    state = {"cfg": {"task": {"_name": "veco_pretraining", "data": f"{data}:{tmp_path}/b"}}}
+    assert locate_spm_model(ckpt, state) == (None, f"next to it nor in its training data {data}")
+    assert locate_spm_model(ckpt, {"cfg": {"task": {}}}) == (None, "next to it")
+    with pytest.raises(VecoUserError, match=f"--path {ckpt}: no .* nor in its training data"):
+        find_spm_model(None, ckpt, state)
+    (data / "spm.model").write_text("x")
+    assert find_spm_model(None, ckpt, state) == str(data / "spm.model")
+    (ckpt_dir / "sentencepiece.bpe.model").write_text("x")
+    assert locate_spm_model(ckpt)[0] == str(ckpt_dir / "sentencepiece.bpe.model")  # not read
+    assert find_spm_model(str(data / "spm.model"), ckpt, state) == str(data / "spm.model")
     with pytest.raises(VecoUserError, match="--spm-model .*: no such file"):
         word_pieces(spm_model=str(tmp_path / "spm.model"))
 
