@@ -214,14 +214,20 @@ def test_user_errors_name_the_flag(tmp_path):
     shutil.copy(f"{REPO}/tests/fixtures/checkpoints/veco_tiny/checkpoint.pt", moved)
     with pytest.raises(VecoUserError, match="--spm-model MODEL .* or --bpe-codes"):
         word_pieces(checkpoint=str(moved))
+    with pytest.raises(VecoUserError, match="--spm-model .*: no such file"):
+        word_pieces(spm_model=str(tmp_path / "spm.model"))
+
+
+def _checkpoint_and_data(tmp_path):
+    """(a checkpoint's folder, its training data folder, the checkpoint's path)."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "data").mkdir()
+    return tmp_path / "ckpt", tmp_path / "data", str(tmp_path / "ckpt" / "model.pt")
 
 
 def test_the_spm_model_is_found_next_to_the_checkpoint_then_in_its_data(tmp_path):
     """The rule of find_dictionary, for the sentencepiece model of every tool."""
-    ckpt_dir, data = tmp_path / "ckpt", tmp_path / "data"
-    ckpt_dir.mkdir()
-    data.mkdir()
-    ckpt = str(ckpt_dir / "model.pt")
+    ckpt_dir, data, ckpt = _checkpoint_and_data(tmp_path)
     state = {"cfg": {"task": {"_name": "veco_pretraining", "data": f"{data}:{tmp_path}/b"}}}
     assert locate_spm_model(ckpt, state) == (None, f"next to it nor in its training data {data}")
     assert locate_spm_model(ckpt, {"cfg": {"task": {}}}) == (None, "next to it")
@@ -232,15 +238,10 @@ def test_the_spm_model_is_found_next_to_the_checkpoint_then_in_its_data(tmp_path
     (ckpt_dir / "sentencepiece.bpe.model").write_text("x")
     assert locate_spm_model(ckpt)[0] == str(ckpt_dir / "sentencepiece.bpe.model")  # not read
     assert find_spm_model(str(data / "spm.model"), ckpt, state) == str(data / "spm.model")
-    with pytest.raises(VecoUserError, match="--spm-model .*: no such file"):
-        word_pieces(spm_model=str(tmp_path / "spm.model"))
 
 
 def test_the_dictionary_is_found_next_to_the_checkpoint_then_in_its_data(tmp_path):
-    ckpt_dir, data = tmp_path / "ckpt", tmp_path / "data"
-    ckpt_dir.mkdir()
-    data.mkdir()
-    ckpt = str(ckpt_dir / "model.pt")
+    ckpt_dir, data, ckpt = _checkpoint_and_data(tmp_path)
     state = {"cfg": {"task": {"_name": "masked_lm", "data": f"{data}:{tmp_path}/other"}}}
     with pytest.raises(VecoUserError, match="no dictionary found .* as --dict"):
         find_dictionary(ckpt, state)
