@@ -9,6 +9,7 @@ from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from veco_plugin.fairseq_logs import json_records
+from veco_plugin.pipeline.warm import WarmStarts
 from veco_plugin.pretraining_command import PretrainingCommand
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,15 +25,29 @@ def env(**extra) -> Dict[str, str]:
     return e
 
 
-def run(script: str, args: List[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
-    """Run ``BIN/script args``; on failure raise with the tail of its output."""
-    proc = subprocess.run(
-        [os.path.join(BIN, script)] + [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        env=kw.pop("env", env()),
-        **kw,
-    )
+WARM = WarmStarts()  # this test process's zygotes
+
+
+def run(
+    script: str, args: List[str], check: bool = True, cold: bool = False, **kw
+) -> subprocess.CompletedProcess:
+    """Run ``BIN/script args`` (``kw``: ``env``, ``cwd``, ``timeout``; any other keyword
+    of ``subprocess.run`` starts it cold), forked from a warm interpreter as the pipelines
+    start their stages (:mod:`veco_plugin.pipeline.warm`), or cold (``cold``: what only a
+    fresh interpreter shows, its import-time warnings). On failure raise with the tail of
+    its output."""
+    argv = [os.path.join(BIN, script)] + [str(a) for a in args]
+    environ = kw.pop("env", env())
+    warm = None
+    if not cold and not kw.keys() - {"cwd", "timeout"}:
+        warm = WARM.popen(argv, environ, merge_stderr=False, cwd=kw.get("cwd"))
+    if warm is None:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=environ, **kw)
+    else:
+        out, err = warm.communicate(kw.get("timeout"))
+        proc = subprocess.CompletedProcess(
+            argv, warm.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+        )
     if check and proc.returncode != 0:
         raise AssertionError(
             f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"

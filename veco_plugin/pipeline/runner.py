@@ -17,7 +17,9 @@ its stages (:class:`Stage`), its name for error lines (``prog``) and how to star
 - Pipelines (lists of stages) run side by side, each in a thread; a stage holds one of
   ``jobs`` slots while it runs, handed out first come, first served, so the pipelines
   started first (the pre-trainings) take the first slots.
-- Each command starts in a session of its own; Ctrl-C or SIGTERM stops the process group
+- Python commands of this environment start forked from a warm interpreter
+  (:mod:`.warm`: torch and fairseq imported once per run, not once per stage); others
+  start cold. Each command starts in a session of its own; Ctrl-C or SIGTERM stops the process group
   of every running stage (its whole process tree), no stage starts after it, nothing
   is stamped, and a re-run resumes.
 """
@@ -36,7 +38,11 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set
+from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Union
+
+from .warm import WarmProcess, WarmStarts
+
+Process = Union["subprocess.Popen[bytes]", WarmProcess]
 
 # Lines of fairseq/hydra start-up noise kept out of the console (they stay in RUN/logs).
 NOISE = re.compile(
@@ -186,7 +192,7 @@ class Slots:
             self._cond.notify_all()
 
 
-def kill_group(proc: "subprocess.Popen[bytes]", grace: float = KILL_GRACE_S) -> None:
+def kill_group(proc: Process, grace: float = KILL_GRACE_S) -> None:
     """SIGTERM to the process group of ``proc`` (started with ``start_new_session``),
     SIGKILL if it is still there after ``grace`` seconds."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
@@ -263,15 +269,18 @@ class Runner:
         self.slots = Slots(jobs)
         self.running = 0
         self.peak = 0  # most stages running at once (tests)
-        self._procs: Set["subprocess.Popen[bytes]"] = set()
+        self._procs: Set[Process] = set()
         self._lock = threading.Lock()
+        self.warm = WarmStarts()
 
     # -- processes
-    def start(self, argv: Sequence[str], env: Mapping[str, str]) -> "subprocess.Popen[bytes]":
+    def start(self, argv: Sequence[str], env: Mapping[str, str]) -> Process:
+        """``argv`` in a session of its own, stdout and stderr on one pipe: warm if it
+        can (:class:`~.warm.WarmStarts`), else cold."""
         with self._lock:  # stop() holds it too: nothing starts once it has begun
             if self.stopping.is_set():
                 raise Interrupted()
-            proc = subprocess.Popen(
+            proc = self.warm.popen(argv, env) or subprocess.Popen(
                 list(argv),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -282,7 +291,11 @@ class Runner:
             self._procs.add(proc)
         return proc
 
-    def forget(self, proc: "subprocess.Popen[bytes]") -> None:
+    def close(self) -> None:
+        """End the warm interpreter (when the run has ended)."""
+        self.warm.close()
+
+    def forget(self, proc: Process) -> None:
         with self._lock:
             self._procs.discard(proc)
 
@@ -416,6 +429,7 @@ def interruptible(runner: Runner, work: Callable[[], int]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        runner.close()
 
 
 def run_resumable(
