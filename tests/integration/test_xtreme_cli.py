@@ -205,6 +205,10 @@ def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_pa
         (["--doc-stride", "64"], "--doc-stride: for --task xquad only"),
         (["--lr", "nan"], "--lr nan: give a positive number"),
         (["--data", "{data}"], "holds 2 train-en.* files: give --train FILE"),
+        (
+            ["--data", "{twice}"],
+            "{twice} holds 2 test-fr.* files (test-fr.a.tsv, test-fr.b.tsv): give --test fr=FILE",
+        ),
         (["--out", "{file}"], "--out {file} is a file"),
         (
             ["--", "--no-such-flag"],
@@ -221,9 +225,13 @@ def test_bad_input_is_one_line_before_any_work(checkpoint, tmp_path, flags, word
     data.mkdir()
     for name in ("train-en.tsv", "train-en.conllu"):
         (data / name).write_text("a\tX\n")
+    twice = tmp_path / "twice"  # two French test files (#46: the message named --test)
+    twice.mkdir()
+    for name in ("train-en.tsv", "dev-en.tsv", "test-fr.a.tsv", "test-fr.b.tsv"):
+        (twice / name).write_text("a\tX\n")
     taken = tmp_path / "file"
     taken.write_text("")
-    names = dict(unlabelled=unlabelled, checkpoint=checkpoint, data=data, file=taken)
+    names = dict(unlabelled=unlabelled, checkpoint=checkpoint, data=data, file=taken, twice=twice)
     flags = [f.format(**names) for f in flags]
     base = ["--task", "udpos", "--checkpoint", f"x={checkpoint}", "--out", tmp_path / "out"]
     base = ["--max-length", _positions(checkpoint)] + base  # a later --max-length wins

@@ -180,9 +180,20 @@ def files_from(args: argparse.Namespace, recipe: Recipe) -> Files:
                 train, dev = (found[0], dev) if flag == "--train" else (train, found[0])
         if not args.test:
             found = _in_data(args.data, "test-*.*")  # English first, then by name
+            by_lang: Dict[str, List[str]] = {}
             for path in sorted(found, key=lambda p: not os.path.basename(p).startswith("test-en.")):
-                lang = os.path.basename(path)[len("test-") :].split(".")[0]
-                tests.append(f"{lang}={path}")
+                by_lang.setdefault(os.path.basename(path)[len("test-") :].split(".")[0], []).append(
+                    path
+                )
+            for lang, paths in by_lang.items():
+                if len(paths) > 1:
+                    names = ", ".join(os.path.basename(p) for p in paths)
+                    raise VecoUserError(
+                        f"--data {args.data} holds {len(paths)} test-{lang}.* files ({names}): "
+                        f"give --test {lang}=FILE (and --test for each other language), or "
+                        f"keep one test-{lang}.* there"
+                    )
+                tests.append(f"{lang}={paths[0]}")
     for flag, value in (("--train", train), ("--dev", dev)):
         if value is None:
             where = f" (--data {args.data} has no {flag[2:]}-en.*)" if args.data else ""
