@@ -9,6 +9,8 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
 ``checkpoints.trusted_load``        fairseq's own checkpoints load under torch >= 2.6
 ``checkpoints.atomic``              checkpoint copies complete or absent; a resume skips
                                     a broken one
+``checkpoints.interrupts``          Ctrl-C: a save in progress finishes, DataLoader workers
+                                    leave the stop to the main process, no ``.tmp`` left
 ``checkpoints.load_errors``         a checkpoint that cannot serve -> ``VecoUserError``
 ``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
 ``train_flags``                     fairseq-train's start-up checks (the batch size)
@@ -30,12 +32,13 @@ def install() -> None:
     before torch and fairseq are imported: a Ctrl-C while they load is one line too."""
     errors.install()
     from . import train_flags, warning_filters
-    from .checkpoints import atomic, load_errors, trusted_load
+    from .checkpoints import atomic, interrupts, load_errors, trusted_load
     from .data import binarized
     from .distributed import cpu_ddp, launch, save_dir_lock
 
     trusted_load.install()
     atomic.install()
+    interrupts.install()
     load_errors.install()
     binarized.install()
     train_flags.install()

@@ -24,6 +24,7 @@ from fairseq.file_io import PathManager
 
 from ..errors import VecoUserError
 from ..patching import wrap_once
+from .interrupts import remove_leftovers
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +105,14 @@ def _resume_from_complete(load_checkpoint):
     """fairseq's ``load_checkpoint``, reading what it reads (``PathManager.exists`` of
     ``checkpoint_last.pt``) and nothing more, except where fairseq would fail: a
     truncated ``checkpoint_last.pt`` is replaced by the newest complete checkpoint of the
-    save dir, and fairseq's ``ValueError`` for a missing ``--finetune-from-model`` is one
-    line."""
+    save dir, fairseq's ``ValueError`` for a missing ``--finetune-from-model`` is one
+    line, and the ``.tmp`` files a killed run left are removed (:func:`remove_leftovers`)."""
 
     @functools.wraps(load_checkpoint)
     def wrapper(cfg, trainer, **passthrough_args):
         check_restore_file(cfg, trainer.checkpoint_suffix)
+        if trainer.is_data_parallel_master:
+            remove_leftovers(cfg.save_dir)
         if cfg.restore_file == "checkpoint_last.pt":
             last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
             if PathManager.exists(last) and is_truncated(last):

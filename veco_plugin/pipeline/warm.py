@@ -8,7 +8,7 @@ A *zygote* (``python veco_plugin/pipeline/warm.py``, started by :class:`WarmStar
 a command first needs one) imports them once and then forks one process per command; what
 the fork runs is the command's own entry point, as its interpreter would run it:
 
-- ``[sys.executable, "-m", MODULE, ...]``: the module as ``__main__`` (``runpy``);
+- ``[sys.executable, "-m", MODULE, ...]``: the module as ``__main__`` (:func:`_run_as_main`);
 - ``[SCRIPT, ...]`` where ``SCRIPT`` (a path, or a name found on the request's ``PATH``)
   is a console script of this interpreter (its ``#!`` line names ``sys.executable``):
   the entry point ``importlib.metadata`` gives for that name.
@@ -304,17 +304,36 @@ def _command(request: Request) -> Callable[[], Any]:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     if how[0] == "module":
-        import runpy
-
         sys.argv = ["-m"] + argv[3:]
         sys.path[0] = os.getcwd()
-        return lambda: runpy.run_module(how[1], run_name="__main__", alter_sys=True)
+        return lambda: _run_as_main(how[1])
     sys.argv = [how[1]] + argv[1:]
     sys.path[0] = os.path.dirname(how[1])
     from importlib.metadata import entry_points
 
     (point,) = entry_points(group="console_scripts", name=how[2])
     return lambda: sys.exit(point.load()())
+
+
+def _run_as_main(name: str) -> None:
+    """``python -m NAME`` in this interpreter: the module (a package's ``__main__``) as a
+    new ``__main__`` module, ``sys.argv[0]`` its file (never restored: an excepthook
+    reads it). ``runpy.run_module`` would restore ``sys.argv[0]`` before the hook ran."""
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec(name)  # imports the parent packages, as -m does
+    if spec is not None and spec.submodule_search_locations is not None:
+        spec = importlib.util.find_spec(f"{name}.__main__")
+    if spec is None or spec.loader is None or spec.origin is None:
+        raise ImportError(f"No module named {name}")
+    main = types.ModuleType("__main__")
+    main.__spec__, main.__file__, main.__loader__ = spec, spec.origin, spec.loader
+    main.__package__ = spec.parent
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    sys.argv[0] = spec.origin
+    exec(spec.loader.get_code(spec.name), main.__dict__)  # type: ignore[attr-defined]
 
 
 def _fork_command(conn: socket.socket) -> Optional[Callable[[], Any]]:
