@@ -111,7 +111,7 @@ def _resume_from_complete(load_checkpoint):
     @functools.wraps(load_checkpoint)
     def wrapper(cfg, trainer, **passthrough_args):
         check_restore_file(cfg, trainer.checkpoint_suffix)
-        if trainer.is_data_parallel_master:
+        if cfg.save_dir and trainer.is_data_parallel_master:
             remove_leftovers(cfg.save_dir)
         if cfg.restore_file == "checkpoint_last.pt":
             last = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
