@@ -10,6 +10,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from veco_plugin.fairseq_logs import json_records
 from veco_plugin.pipeline.warm import WarmStarts
+from veco_plugin.pipeline.warm_path import WarmPath
 from veco_plugin.pretraining_command import PretrainingCommand
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -18,14 +19,17 @@ BIN = os.path.dirname(sys.executable)
 
 
 def env(**extra) -> Dict[str, str]:
+    """The commands' environment: this interpreter's scripts first on PATH, one thread;
+    the Python commands a shell script starts are warm (:data:`WARM_PATH`)."""
     e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     e["PATH"] = BIN + os.pathsep + e.get("PATH", "")
     e.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)  # the plugin must not need it
     e.update(extra)
-    return e
+    return WARM_PATH.env(e)
 
 
 WARM = WarmStarts()  # this test process's zygotes
+WARM_PATH = WarmPath(WARM)  # shims that start a shell script's Python commands from them
 
 
 def run(

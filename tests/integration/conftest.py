@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers.runner import REPO, monolingual, pretrain_args, run
+from tests.helpers.runner import REPO, env, monolingual, pretrain_args, run
 from tests.helpers.shared import built_once
 
 FIXTURE_TEXT = os.path.join(REPO, "tests", "fixtures", "text")
@@ -25,11 +25,7 @@ def _prepare(text: str, data: str, *flags: str) -> None:
         + ["--text", text, "--out", data, *flags],
         check=True,
         capture_output=True,
-        env=dict(
-            os.environ,
-            PYTHON=sys.executable,
-            PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
-        ),
+        env=env(PYTHON=sys.executable),
     )
 
 

@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from tests.helpers import wmt_fixture
+from tests.helpers.runner import WARM_PATH
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -48,7 +49,7 @@ def _env(path_prepend=None):
     if path_prepend:
         env["PATH"] = path_prepend + os.pathsep + env["PATH"]
     env.setdefault("OMP_NUM_THREADS", "2")
-    return env
+    return WARM_PATH.env(env)  # the scripts' Python commands start warm
 
 
 def run(cmd, check=True, path_prepend=None, **kw):

@@ -10,6 +10,8 @@
   forked from a *zygote* that imported torch and fairseq once, each started as its own
   interpreter would start it (tests/unit/test_warm_starts.py compares them); in ``ps``
   they show the zygote's command line (``.../pipeline/warm.py FD MODULE``).
+- ``warm_path``: shims first on a shell stage's ``PATH`` that start its Python commands
+  from those zygotes too (tests/unit/test_warm_path.py).
 
 Nothing here registers with fairseq; the modules are imported on use.
 """

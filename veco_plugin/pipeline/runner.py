@@ -19,7 +19,8 @@ its stages (:class:`Stage`), its name for error lines (``prog``) and how to star
   started first (the pre-trainings) take the first slots.
 - Python commands of this environment start forked from a warm interpreter
   (:mod:`.warm`: torch and fairseq imported once per run, not once per stage); others
-  start cold. Each command starts in a session of its own; Ctrl-C or SIGTERM stops the process group
+  start cold, and the Python commands they start are warm (:mod:`.warm_path`). Each
+  command starts in a session of its own; Ctrl-C or SIGTERM stops the process group
   of every running stage (its whole process tree), no stage starts after it, nothing
   is stamped, and a re-run resumes.
 """
@@ -41,6 +42,7 @@ from datetime import datetime
 from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Set, Union
 
 from .warm import WarmProcess, WarmStarts
+from .warm_path import WarmPath
 
 Process = Union["subprocess.Popen[bytes]", WarmProcess]
 
@@ -272,6 +274,7 @@ class Runner:
         self._procs: Set[Process] = set()
         self._lock = threading.Lock()
         self.warm = WarmStarts()
+        self._warm_path: Optional[WarmPath] = None
 
     # -- processes
     def start(self, argv: Sequence[str], env: Mapping[str, str]) -> Process:
@@ -285,14 +288,22 @@ class Runner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=dict(env),
+                env=self._shims().env(env),
                 start_new_session=True,
             )
             self._procs.add(proc)
         return proc
 
+    def _shims(self) -> WarmPath:
+        """The shims that start a cold command's own Python commands warm."""
+        if self._warm_path is None:
+            self._warm_path = WarmPath(self.warm)
+        return self._warm_path
+
     def close(self) -> None:
-        """End the warm interpreter (when the run has ended)."""
+        """End the warm interpreters (when the run has ended)."""
+        if self._warm_path is not None:
+            self._warm_path.close()
         self.warm.close()
 
     def forget(self, proc: Process) -> None:

@@ -9,6 +9,7 @@ a command first needs one) imports them once and then forks one process per comm
 the fork runs is the command's own entry point, as its interpreter would run it:
 
 - ``[sys.executable, "-m", MODULE, ...]``: the module as ``__main__`` (:func:`_run_as_main`);
+- ``[sys.executable, SCRIPT.py, ...]``: the file as ``__main__`` (:func:`_run_path_as_main`);
 - ``[SCRIPT, ...]`` where ``SCRIPT`` (a path, or a name found on the request's ``PATH``)
   is a console script of this interpreter (its ``#!`` line names ``sys.executable``):
   the entry point ``importlib.metadata`` gives for that name.
@@ -23,7 +24,8 @@ interpreter and torch read when they start (``PYTHON*``, ``OMP_*``, ``MKL_*``, `
 ``TORCH*``...) and the root logger that the command's first import sets up (fairseq's
 console scripts and fairseq itself set up different ones): requests differing there get
 a zygote of their own (:func:`zygote_key`), started with their environment. Import-time
-warnings print once, in the zygote, not in each command's output. Anything else (a shell
+warnings print once, in the zygote, not in each command's output. Python commands that a
+shell script runs start warm through :mod:`.warm_path`'s shims. Anything else (a shell
 script, another interpreter, interpreter flags), and every request after a zygote failed
 to start, is ``None``: the caller starts it cold.
 
@@ -69,11 +71,16 @@ Request = Dict[str, Any]
 
 
 def entry(argv: Sequence[str], env: Mapping[str, str]) -> Optional[List[str]]:
-    """How a zygote runs ``argv``: ``["module", NAME]`` or ``["script", PATH, NAME,
-    MODULE]`` (MODULE: the entry point's); None when only a cold start runs it as its
-    interpreter would."""
+    """How a zygote runs ``argv``: ``["module", NAME]``, ``["path", SCRIPT]`` (``python
+    SCRIPT.py``) or ``["script", PATH, NAME, MODULE]`` (MODULE: the entry point's); None
+    when only a cold start runs it as its interpreter would."""
     if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
         return ["module", argv[2]]
+    if len(argv) >= 2 and argv[0] == sys.executable:
+        script = argv[1]
+        if script.startswith("-") or not script.endswith(".py") or not os.path.isfile(script):
+            return None  # an interpreter flag, or no script file: cold
+        return ["path", script]
     if not argv:
         return None
     path = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
@@ -98,7 +105,7 @@ def entry(argv: Sequence[str], env: Mapping[str, str]) -> Optional[List[str]]:
 def first_import(how: Sequence[str]) -> str:
     """What a zygote for ``how`` (:func:`entry`) imports: what the command imports first
     as far as it changes the state the command starts in (the root logger)."""
-    module = how[1] if how[0] == "module" else how[3]
+    module = {"module": lambda: how[1], "script": lambda: how[3]}.get(how[0], lambda: "")()
     return module if module in LOGGING_AT_IMPORT else "fairseq"
 
 
@@ -247,6 +254,33 @@ class WarmStarts:
         """``subprocess.Popen(argv, env=env, cwd=cwd, stdin=DEVNULL, stdout=PIPE,
         stderr=STDOUT if merge_stderr else PIPE, start_new_session=True)``, forked from a
         zygote; None: start it cold (:func:`entry`, or no zygote came up)."""
+        if entry(argv, env) is None or self._broken:
+            return None
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        out_r, out_w = os.pipe()
+        err_r, err_w = (out_r, out_w) if merge_stderr else os.pipe()
+        try:
+            proc = self.fork(argv, env, [devnull, out_w, err_w], cwd)
+        finally:
+            for fd in {devnull, out_w, err_w}:
+                os.close(fd)
+        if proc is None:
+            for fd in {out_r, err_r}:
+                os.close(fd)
+            return None
+        proc.stdout = os.fdopen(out_r, "rb")
+        proc.stderr = None if merge_stderr else os.fdopen(err_r, "rb")
+        return proc
+
+    def fork(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        fds: Sequence[int],
+        cwd: Optional[str] = None,
+    ) -> Optional[WarmProcess]:
+        """``argv`` forked from a zygote with ``fds`` (the caller's to close) as its
+        stdin, stdout and stderr; None: start it cold."""
         how = entry(argv, env)
         if how is None or self._broken:
             return None
@@ -256,22 +290,11 @@ class WarmStarts:
             if key not in self._zygotes:
                 self._zygotes[key] = _Zygote(key[0], env)
             zygote = self._zygotes[key]
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        out_r, out_w = os.pipe()
-        err_r, err_w = (out_r, out_w) if merge_stderr else os.pipe()
         try:
-            proc = zygote.fork(request, [devnull, out_w, err_w])
+            return zygote.fork(request, fds)
         except (OSError, ValueError):
             self._broken = True  # the zygote did not come up: cold starts from now on
-            for fd in {out_r, err_r}:
-                os.close(fd)
             return None
-        finally:
-            for fd in {devnull, out_w, err_w}:
-                os.close(fd)
-        proc.stdout = os.fdopen(out_r, "rb")
-        proc.stderr = None if merge_stderr else os.fdopen(err_r, "rb")
-        return proc
 
     def close(self) -> None:
         """End the zygotes (commands they forked run on)."""
@@ -307,6 +330,10 @@ def _command(request: Request) -> Callable[[], Any]:
         sys.argv = ["-m"] + argv[3:]
         sys.path[0] = os.getcwd()
         return lambda: _run_as_main(how[1])
+    if how[0] == "path":
+        sys.argv = argv[1:]
+        sys.path[0] = os.path.dirname(os.path.realpath(how[1]))
+        return lambda: _run_path_as_main(how[1])
     sys.argv = [how[1]] + argv[1:]
     sys.path[0] = os.path.dirname(how[1])
     from importlib.metadata import entry_points
@@ -334,6 +361,21 @@ def _run_as_main(name: str) -> None:
     sys.modules["__main__"] = main
     sys.argv[0] = spec.origin
     exec(spec.loader.get_code(spec.name), main.__dict__)  # type: ignore[attr-defined]
+
+
+def _run_path_as_main(path: str) -> None:
+    """``python PATH`` in this interpreter: the file as a new ``__main__`` module."""
+    import types
+    from importlib.machinery import SourceFileLoader
+
+    main = types.ModuleType("__main__")
+    main.__file__, main.__spec__ = path, None
+    main.__loader__ = SourceFileLoader("__main__", path)
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    exec(code, main.__dict__)
 
 
 def _fork_command(conn: socket.socket) -> Optional[Callable[[], Any]]:

@@ -1,0 +1,67 @@
+"""A shell script's Python commands, started through the shims of
+veco_plugin.pipeline.warm_path, run forked from a zygote and behave as they do cold:
+argv, sys.path, cwd, stdin, ``__main__``, output and exit status; a signal to the
+script's process group reaches them; what a zygote cannot run starts cold."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.helpers.runner import REPO, WARM_PATH, env
+
+REPORT = os.path.join(REPO, "tests", "helpers", "process_report.py")
+
+
+def _shell(script, warm, **kw):
+    environ = env(PYTHON=sys.executable, PYTHONPATH=REPO, VECO_REPORT="x")
+    if not warm:  # the same environment without the shims
+        environ["PATH"] = environ["PATH"].split(os.pathsep, 1)[1]
+        environ["PYTHON"] = sys.executable
+    return subprocess.run(["bash", "-c", script], env=environ, capture_output=True, **kw)
+
+
+def _started(proc):
+    report = json.loads(proc.stdout.splitlines()[0])
+    report.pop("session_leader")  # warm: a session of its own (signals are passed on)
+    return report
+
+
+def test_a_script_run_by_python_starts_as_it_starts_cold(tmp_path):
+    line = f'echo input | "$PYTHON" {REPORT} exit 3 an-argument'
+    cold, warm = (_shell(line, w, cwd=tmp_path) for w in (False, True))
+    assert warm.returncode == cold.returncode == 3
+    assert _started(warm) == _started(cold)
+    assert _started(warm)["stdin"] == "input\n" and _started(warm)["main"] == "__main__"
+    assert warm.stderr == cold.stderr == b"stderr line\n"
+
+
+def test_console_scripts_and_modules_write_what_they_write_cold():
+    line = "fairseq-preprocess --help | head -3; python -m veco_plugin.cli.wmt14 --help"
+    cold, warm = (_shell(line, w) for w in (False, True))
+    assert warm.returncode == cold.returncode == 0
+    assert warm.stdout == cold.stdout and b"usage: fairseq-preprocess" in warm.stdout
+
+
+def test_what_a_zygote_cannot_run_starts_cold():
+    proc = _shell("python -c 'import sys; print(sys.argv)'; python3 -V", warm=True)
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("['-c']\nPython 3.")
+
+
+def test_a_signal_to_the_scripts_group_ends_the_command():
+    environ = env(PYTHON=sys.executable, PYTHONPATH=REPO)
+    assert environ["PATH"].startswith(WARM_PATH.dir)
+    proc = subprocess.Popen(
+        ["bash", "-c", f'"$PYTHON" {REPORT} sleep; echo "ended: $?"'],
+        env=environ, stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    json.loads(proc.stdout.readline())  # it runs
+    started = time.monotonic()
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10  # not the 60 s it sleeps
+    # bash waits for the shim, which ends by the signal that ended the command
+    assert proc.returncode == -signal.SIGTERM or out == b"ended: 143\n", (proc.returncode, out)

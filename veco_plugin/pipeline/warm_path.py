@@ -1,0 +1,187 @@
+"""Warm starts for the Python commands that a shell script runs.
+
+A stage that is a shell script (``evaluate-wmt14.sh``, ``prepare-pretraining-data.sh``)
+starts its ``fairseq-*``, ``veco-*`` and ``python -m ...`` / ``python SCRIPT.py``
+commands itself, each paying the 4-7 s of imports that :mod:`.warm` saves. :class:`WarmPath`
+puts a folder of *shims* first on the script's ``PATH`` (and in ``PYTHON`` when that names
+this interpreter): a shim is a small stdlib-only Python program (``python -IS``: no
+site, ~20 ms) named after the command. It hands its argv, environment, working directory
+and its own stdin/stdout/stderr to a *broker* thread of the caller, which forks the
+command from a zygote (:meth:`.warm.WarmStarts.fork`); the shim then passes on the
+signals it gets (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2) to the command's process
+group and ends with its exit status (a command ended by a signal ends the shim by the
+same signal). A shim that dies (``kill -9``) takes its command with it: the broker
+kills the command's group when the shim's connection closes. A command a zygote cannot
+run (``python -c``, interpreter flags) or a broker that is gone: the shim ``exec``\\ s the
+real command, cold.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Dict, List, Mapping
+
+from .warm import _HEADER, WarmStarts, _recv_request
+
+# Program of every shim: {python}, {address}, {shims} filled in when it is written.
+_SHIM = r"""#!{python} -IS
+import json, os, signal, socket, sys
+ADDRESS, SHIMS, PYTHON = {address!r}, {shims!r}, {python!r}
+name = os.path.basename(sys.argv[0])
+if name in ("python", "python3"):
+    argv = [PYTHON] + sys.argv[1:]
+else:
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    found = [os.path.join(d, name) for d in path if d and d != SHIMS]
+    found = [f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)]
+    if not found:
+        sys.exit(f"{{name}}: command not found")
+    argv = [found[0]] + sys.argv[1:]
+def cold():
+    os.execv(argv[0], argv)
+def line(conn, buf=[b""]):
+    while b"\n" not in buf[0]:
+        chunk = conn.recv(64)
+        if not chunk:
+            raise OSError("the broker ended")
+        buf[0] += chunk
+    out, buf[0] = buf[0].split(b"\n", 1)
+    return out
+try:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(ADDRESS)
+    payload = json.dumps({{"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}}).encode()
+    socket.send_fds(conn, [len(payload).to_bytes({header}, "big")], [0, 1, 2])
+    conn.sendall(payload)
+    first = line(conn)
+except OSError:
+    cold()
+if first == b"cold":
+    conn.close()
+    cold()
+pid = int(first)
+def forward(signum, frame):
+    try:
+        os.killpg(pid, signum)
+    except OSError:
+        pass
+for sig in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
+    signal.signal(getattr(signal, sig), forward)
+try:
+    status = int(line(conn))
+except (OSError, ValueError):
+    status = -signal.SIGKILL
+if status < 0:
+    signal.signal(-status, signal.SIG_DFL)
+    os.kill(os.getpid(), -status)
+sys.exit(status)
+"""
+
+
+class WarmPath:
+    """Shims for this interpreter's console scripts and ``python``/``python3``, and the
+    broker that starts what they are asked to run from ``warm``'s zygotes."""
+
+    def __init__(self, warm: WarmStarts) -> None:
+        self.warm = warm
+        self.dir = tempfile.mkdtemp(prefix="veco-warm-path-")
+        self.address = f"\0veco-warm-path-{os.getpid()}-{os.urandom(6).hex()}"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.address)
+        self._listener.listen(64)
+        program = _SHIM.format(
+            python=sys.executable, address=self.address, shims=self.dir, header=_HEADER
+        )
+        for name in ["python", "python3", *_console_scripts()]:
+            path = os.path.join(self.dir, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(program)
+            os.chmod(path, 0o755)
+        threading.Thread(target=self._accept, name="warm-path", daemon=True).start()
+
+    def env(self, env: Mapping[str, str]) -> Dict[str, str]:
+        """``env`` with the shims first on ``PATH`` (and as ``PYTHON`` where that is
+        this interpreter)."""
+        out = dict(env)
+        out["PATH"] = os.pathsep.join([self.dir, env.get("PATH", os.defpath)])
+        if out.get("PYTHON") == sys.executable:
+            out["PYTHON"] = os.path.join(self.dir, "python")
+        return out
+
+    def close(self) -> None:
+        """Stop taking commands (shims start cold from now on) and remove the shims."""
+        self._listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        """One shim's command: fork it with the shim's fds, report its pid, then its
+        status; kill its group if the shim goes first."""
+        with conn:
+            try:
+                request, fds = _recv_request(conn)
+            except (OSError, ValueError):
+                return
+            try:
+                proc = self.warm.fork(request["argv"], request["env"], fds, request["cwd"])
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            try:
+                if proc is None:
+                    conn.sendall(b"cold\n")
+                    return
+                conn.sendall(b"%d\n" % proc.pid)
+                while True:
+                    try:
+                        status = proc.wait(1.0)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if _closed(conn):
+                            os.killpg(proc.pid, signal.SIGKILL)
+                conn.sendall(b"%d\n" % status)
+            except OSError:
+                if proc is not None and proc.returncode is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _closed(conn: socket.socket) -> bool:
+    """Whether the peer of ``conn`` (which sends nothing more) has gone."""
+    conn.setblocking(False)
+    try:
+        return conn.recv(1) == b""
+    except BlockingIOError:
+        return False
+    finally:
+        conn.setblocking(True)
+
+
+def _console_scripts() -> List[str]:
+    """This interpreter's console scripts (their ``#!`` line names it): those a zygote
+    can run (:func:`.warm.entry`)."""
+    from importlib.metadata import entry_points
+
+    folder, names = os.path.dirname(sys.executable), set()
+    shebang = b"#!" + os.fsencode(sys.executable)
+    for point in entry_points(group="console_scripts"):
+        try:
+            with open(os.path.join(folder, point.name), "rb") as f:
+                if f.readline(4096).strip() == shebang:
+                    names.add(point.name)
+        except OSError:
+            continue
+    return sorted(names)
