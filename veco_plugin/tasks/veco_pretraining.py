@@ -492,9 +492,22 @@ class VecoPretrainingTask(FairseqTask):
         self.datasets[split].set_epoch(epoch)
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
-        """fairseq's iterator, resumable on another number of processes."""
+        """fairseq's iterator, resumable on another number of processes.
+
+        A training epoch gets an iterator of its own (its batches are drawn for the epoch):
+        its DataLoader workers end with it. fairseq keeps them (``persistent_workers``) for
+        an iterator it reuses; this one, dropped, kept them alive until a garbage
+        collection, which then waited 5 s for each worker (in a checkpoint save, say)."""
         iterator = super().get_batch_iterator(dataset, *args, **kwargs)
+        if not self.can_reuse_epoch_itr(dataset):
+            iterator.persistent_workers = False
         return VecoEpochBatchIterator.adopt(iterator)
+
+    def can_reuse_epoch_itr(self, dataset) -> bool:
+        """Validation reads the same batches each time (fairseq gives it epoch 1): one
+        iterator, and its DataLoader workers, for the whole run; a training epoch needs
+        its own (languages are resampled and masks drawn per epoch)."""
+        return dataset is not self.datasets.get(self.cfg.train_subset)
 
     # --- model and schedule -----------------------------------------------------------
 
