@@ -5,12 +5,12 @@ import glob
 import os
 import random
 import signal
-import subprocess
+import threading
 import time
 
 import torch
 
-from tests.helpers.runner import BIN, env, pretrain_args, run
+from tests.helpers.runner import BIN, WARM, env, pretrain_args, run
 from veco_plugin.checkpoints.trusted_load import load_trusted
 
 
@@ -33,12 +33,11 @@ def _args(data, save, max_update, *extra):
 
 
 def _kill_during_training(args, save, rng) -> None:
-    proc = subprocess.Popen(
-        [os.path.join(BIN, "fairseq-train"), *map(str, args)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env(),
-    )
+    """fairseq-train (forked from the tests' zygote: a kill -9 needs no cold start)
+    killed at a random moment after its next save began."""
+    proc = WARM.popen([os.path.join(BIN, "fairseq-train"), *map(str, args)], env())
+    assert proc is not None and proc.stdout is not None
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # never a full pipe
     deadline = time.time() + 120
     seen = len(glob.glob(str(save / "checkpoint_*_*.pt")))
     while time.time() < deadline and proc.poll() is None:
@@ -48,7 +47,7 @@ def _kill_during_training(args, save, rng) -> None:
             break
         time.sleep(0.01)
     time.sleep(rng.uniform(0.0, 0.3))
-    proc.send_signal(signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
 

@@ -16,7 +16,7 @@ from typing import Dict
 import pytest
 
 from tests.helpers.fairseq_sdist import fairseq_tests
-from tests.helpers.runner import env
+from tests.helpers.runner import WARM, env
 
 # not run: xformers (not installed), the Hugging Face hub (network), and 25 s of
 # batching baselines that touch nothing the plugin wraps
@@ -26,12 +26,15 @@ SKIP = "not xformers and not hf_hub and not compare_with_baseline and not multi_
 def _outcomes(root: str, tmp_path, *plugin: str) -> Dict[str, str]:
     """{test id: passed / failed / skipped} of fairseq's tests in one pytest process."""
     report = tmp_path / f"fairseq{'-'.join(plugin)}.xml"
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
-         "--continue-on-collection-errors", "-k", SKIP,
-         f"--junitxml={report}", *plugin, "tests"],
-        cwd=root, capture_output=True, text=True, env=env(), timeout=900,
-    )  # fmt: skip
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+            "--continue-on-collection-errors", "-k", SKIP,
+            f"--junitxml={report}", *plugin, "tests"]  # fmt: skip
+    # forked from the tests' zygote (torch and fairseq imported, not the plugin)
+    proc = WARM.popen(argv, env(), cwd=root)
+    if proc is None:
+        subprocess.run(argv, cwd=root, capture_output=True, env=env(), timeout=900)
+    else:
+        proc.communicate(900)
     outcomes = {}
     for case in ET.parse(report).iter("testcase"):
         name = f"{case.get('classname')}::{case.get('name')}"
