@@ -65,3 +65,18 @@ def test_a_signal_to_the_scripts_group_ends_the_command():
     assert time.monotonic() - started < 10  # not the 60 s it sleeps
     # bash waits for the shim, which ends by the signal that ended the command
     assert proc.returncode == -signal.SIGTERM or out == b"ended: 143\n", (proc.returncode, out)
+
+
+def test_a_killed_shim_takes_its_command_with_it():
+    """kill -9 reaches the shim only: the broker sees it go and kills the command, whose
+    end closes the output pipe it shared (it would sleep 60 s)."""
+    proc = subprocess.Popen(
+        ["bash", "-c", f'exec "$PYTHON" {REPORT} sleep'],
+        env=env(PYTHON=sys.executable, PYTHONPATH=REPO), stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    json.loads(proc.stdout.readline())  # it runs
+    started = time.monotonic()
+    proc.kill()
+    assert proc.stdout.read() == b"" and time.monotonic() - started < 10
+    proc.wait()

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Set
 
 from .warm import _HEADER, WarmStarts, _recv_request
 
@@ -96,6 +96,8 @@ class WarmPath:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.address)
         self._listener.listen(64)
+        self._running: Set[int] = set()  # process groups of the commands it started
+        self._lock = threading.Lock()
         program = _SHIM.format(
             python=sys.executable, address=self.address, shims=self.dir, header=_HEADER
         )
@@ -116,8 +118,12 @@ class WarmPath:
         return out
 
     def close(self) -> None:
-        """Stop taking commands (shims start cold from now on) and remove the shims."""
+        """Stop taking commands (shims start cold from now on), kill what still runs
+        (the shims' callers have ended) and remove the shims."""
         self._listener.close()
+        with self._lock:
+            for pid in self._running:
+                _kill(pid)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _accept(self) -> None:
@@ -145,6 +151,8 @@ class WarmPath:
                 if proc is None:
                     conn.sendall(b"cold\n")
                     return
+                with self._lock:
+                    self._running.add(proc.pid)
                 conn.sendall(b"%d\n" % proc.pid)
                 while True:
                     try:
@@ -152,11 +160,22 @@ class WarmPath:
                         break
                     except subprocess.TimeoutExpired:
                         if _closed(conn):
-                            os.killpg(proc.pid, signal.SIGKILL)
+                            _kill(proc.pid)
                 conn.sendall(b"%d\n" % status)
             except OSError:
                 if proc is not None and proc.returncode is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    _kill(proc.pid)
+            finally:
+                with self._lock:
+                    self._running.discard(proc.pid if proc is not None else -1)
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL to the process group ``pid`` leads, if it is still there."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _closed(conn: socket.socket) -> bool:
