@@ -50,8 +50,8 @@ def _fed(batch, kind):
     return tokens, sub["nsentences"]
 
 
-def test_max_tokens_bounds_the_whole_update(pretrain_data):
-    dataset, batches = _epoch(pretrain_data, 2000)
+def test_max_tokens_bounds_the_whole_update(small_data):
+    dataset, batches = _epoch(small_data, 2000)
     assert len(batches) > 10
     seen = {"mono": set(), "bi": set()}
     for batch in batches:

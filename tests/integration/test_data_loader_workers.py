@@ -17,9 +17,9 @@ from veco_plugin.pretraining_command import PretrainingCommand
 
 
 @pytest.fixture
-def task(pretrain_data):
+def task(small_data):
     command = PretrainingCommand(
-        data=str(pretrain_data),
+        data=small_data,
         save_dir="unused",  # nothing is trained
         criterion="ca_mlm",
         updates=1,

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from tests.helpers import wmt_fixture
-from tests.helpers.runner import WARM_PATH
+from tests.helpers.runner import WARM, WARM_PATH
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -53,8 +53,15 @@ def _env(path_prepend=None):
 
 
 def run(cmd, check=True, path_prepend=None, **kw):
+    """``cmd`` (a Python command forked from the tests' zygote, others cold): the
+    completed process, its output as text."""
     env = _env(path_prepend)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
+    warm = None if kw else WARM.popen(cmd, env, merge_stderr=False)
+    if warm is None:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
+    else:
+        out, err = (b.decode(errors="replace") for b in warm.communicate())
+        proc = subprocess.CompletedProcess(cmd, warm.returncode, out, err)
     if check:
         assert proc.returncode == 0, (
             f"{' '.join(cmd)}\nexit {proc.returncode}\n"

@@ -110,9 +110,12 @@ class WarmPath:
 
     def env(self, env: Mapping[str, str]) -> Dict[str, str]:
         """``env`` with the shims first on ``PATH`` (and as ``PYTHON`` where that is
-        this interpreter)."""
+        this interpreter); this interpreter's virtual environment as the active one
+        (``scripts/venv.sh`` would put its ``bin`` before the shims)."""
         out = dict(env)
         out["PATH"] = os.pathsep.join([self.dir, env.get("PATH", os.defpath)])
+        if sys.prefix != sys.base_prefix:
+            out.setdefault("VIRTUAL_ENV", sys.prefix)
         if out.get("PYTHON") == sys.executable:
             out["PYTHON"] = os.path.join(self.dir, "python")
         return out
