@@ -11,6 +11,7 @@ import sys
 import time
 
 from tests.helpers.runner import REPO, WARM_PATH, env
+from veco_plugin.pipeline.warm_path import WarmPath
 
 REPORT = os.path.join(REPO, "tests", "helpers", "process_report.py")
 
@@ -80,3 +81,18 @@ def test_a_killed_shim_takes_its_command_with_it():
     proc.kill()
     assert proc.stdout.read() == b"" and time.monotonic() - started < 10
     proc.wait()
+
+
+def test_nested_shims_find_the_real_command():
+    """A pipeline started from a shell stage of another puts its own shims before the
+    first ones: each shim looks past every shim (was: they exec'd each other forever)."""
+    inner = WarmPath(WARM_PATH.warm)
+    try:
+        environ = inner.env(env())
+        proc = subprocess.run(
+            ["bash", "-c", "veco-average-checkpoints --help | head -1"],
+            env=environ, capture_output=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        inner.close()
+    assert proc.returncode == 0 and proc.stdout.startswith(b"usage: veco-average-checkpoints")

@@ -30,17 +30,25 @@ from typing import Dict, List, Mapping, Set
 
 from .warm import _HEADER, WarmStarts, _recv_request
 
-# Program of every shim: {python}, {address}, {shims} filled in when it is written.
+# Program of every shim: {python}, {address}, {shims}, {mark} filled in when it is written.
+MARK = "veco_plugin warm shim"
 _SHIM = r"""#!{python} -IS
+# {mark}
 import json, os, signal, socket, sys
 ADDRESS, SHIMS, PYTHON = {address!r}, {shims!r}, {python!r}
 name = os.path.basename(sys.argv[0])
+def real(path):  # an executable that is not a shim (nested pipelines add their folders)
+    try:
+        with open(path, "rb") as f:
+            return os.access(path, os.X_OK) and {mark!r}.encode() not in f.read(200)
+    except OSError:
+        return False
 if name in ("python", "python3"):
     argv = [PYTHON] + sys.argv[1:]
 else:
     path = os.environ.get("PATH", "").split(os.pathsep)
     found = [os.path.join(d, name) for d in path if d and d != SHIMS]
-    found = [f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)]
+    found = [f for f in found if os.path.isfile(f) and real(f)]
     if not found:
         sys.exit(f"{{name}}: command not found")
     argv = [found[0]] + sys.argv[1:]
@@ -99,7 +107,11 @@ class WarmPath:
         self._running: Set[int] = set()  # process groups of the commands it started
         self._lock = threading.Lock()
         program = _SHIM.format(
-            python=sys.executable, address=self.address, shims=self.dir, header=_HEADER
+            python=sys.executable,
+            address=self.address,
+            shims=self.dir,
+            header=_HEADER,
+            mark=MARK,
         )
         for name in ["python", "python3", *_console_scripts()]:
             path = os.path.join(self.dir, name)
