@@ -105,7 +105,7 @@ def entry(argv: Sequence[str], env: Mapping[str, str]) -> Optional[List[str]]:
 def first_import(how: Sequence[str]) -> str:
     """What a zygote for ``how`` (:func:`entry`) imports: what the command imports first
     as far as it changes the state the command starts in (the root logger)."""
-    module = {"module": lambda: how[1], "script": lambda: how[3]}.get(how[0], lambda: "")()
+    module = how[1] if how[0] == "module" else how[3] if how[0] == "script" else None
     return module if module in LOGGING_AT_IMPORT else "fairseq"
 
 
