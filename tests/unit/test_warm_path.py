@@ -1,7 +1,8 @@
 """A shell script's Python commands, started through the shims of
 veco_plugin.pipeline.warm_path, run forked from a zygote and behave as they do cold:
 argv, sys.path, cwd, stdin, ``__main__``, output and exit status; a signal to the
-script's process group reaches them; what a zygote cannot run starts cold."""
+script's process group reaches them; what a zygote cannot run starts cold; a pipeline run
+under the shims forks its commands from their zygotes."""
 
 import json
 import os
@@ -10,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from tests.helpers.runner import REPO, WARM_PATH, env
+from tests.helpers.runner import REPO, WARM, WARM_PATH, env
+from veco_plugin.pipeline.warm import BROKER_ENV, WarmStarts
 from veco_plugin.pipeline.warm_path import WarmPath
 
 REPORT = os.path.join(REPO, "tests", "helpers", "process_report.py")
@@ -96,3 +98,25 @@ def test_nested_shims_find_the_real_command():
     finally:
         inner.close()
     assert proc.returncode == 0 and proc.stdout.startswith(b"usage: veco-average-checkpoints")
+
+
+def test_a_pipeline_run_under_shims_forks_from_their_zygotes():
+    """The pipeline a test or a shell stage runs (its environment names the shims' broker)
+    starts no zygote of its own: the broker forks its commands; once that broker is gone,
+    the pipeline starts its own."""
+    pipeline = WarmStarts()
+    try:
+        argv = [sys.executable, REPORT, "exit", "4"]
+        environ = env(PYTHONPATH=REPO, VECO_REPORT="x")
+        assert environ[BROKER_ENV] == WARM_PATH.address[1:]
+        proc = pipeline.popen(argv, environ, merge_stderr=False)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 4 and json.loads(out.splitlines()[0])["env"] == "x"
+        assert err == b"stderr line\n" and not pipeline._zygotes
+        gone = WarmPath(WARM)
+        gone.close()
+        proc = pipeline.popen(argv, {**environ, BROKER_ENV: gone.address[1:]})
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 4 and pipeline._zygotes, (proc.returncode, out, err)
+    finally:
+        pipeline.close()

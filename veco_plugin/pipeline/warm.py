@@ -25,7 +25,9 @@ interpreter and torch read when they start (``PYTHON*``, ``OMP_*``, ``MKL_*``, `
 console scripts and fairseq itself set up different ones): requests differing there get
 a zygote of their own (:func:`zygote_key`), started with their environment. Import-time
 warnings print once, in the zygote, not in each command's output. Python commands that a
-shell script runs start warm through :mod:`.warm_path`'s shims. Anything else (a shell
+shell script runs start warm through :mod:`.warm_path`'s shims; a pipeline that such a
+script (or a test) runs hands its commands to the shims' broker (:data:`BROKER_ENV`), so
+nested pipelines share one set of zygotes. Anything else (a shell
 script, another interpreter, interpreter flags), and every request after a zygote failed
 to start, is ``None``: the caller starts it cold.
 
@@ -62,6 +64,11 @@ STARTUP_ENV = (
 # the command imports first.
 LOGGING_AT_IMPORT = {"fairseq_cli.train"}
 _HEADER = 8  # bytes of the length that precedes a request's JSON
+# Set by a :class:`~.warm_path.WarmPath` in its commands' environment: the (abstract,
+# without its leading NUL) address of its broker. A pipeline run by one of them (a
+# ``veco-xtreme`` in a test, a pipeline in another's shell stage) has its commands forked
+# there, from the zygotes already up, rather than starting zygotes of its own.
+BROKER_ENV = "VECO_WARM_BROKER"
 STARTUP_TIMEOUT_S = 300.0  # for the zygote's imports on a busy machine
 
 Request = Dict[str, Any]
@@ -193,6 +200,21 @@ class WarmProcess:
         return out, err
 
 
+def _forked_by(address: str, request: Request, fds: Sequence[int]) -> WarmProcess:
+    """``request`` with ``fds`` sent to the zygote (or broker) listening at ``address``:
+    the command it forked. ``OSError``: nothing listens; ``ValueError``: it declined."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address)
+        payload = json.dumps(request).encode()
+        socket.send_fds(conn, [len(payload).to_bytes(_HEADER, "big")], list(fds))
+        conn.sendall(payload)
+        return WarmProcess(conn)
+    except BaseException:
+        conn.close()
+        raise
+
+
 class _Zygote:
     """A zygote process started with ``env``, listening on an abstract unix socket."""
 
@@ -216,16 +238,7 @@ class _Zygote:
             listener.close()
 
     def fork(self, request: Request, fds: Sequence[int]) -> WarmProcess:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            conn.connect(self.address)
-            payload = json.dumps(request).encode()
-            socket.send_fds(conn, [len(payload).to_bytes(_HEADER, "big")], list(fds))
-            conn.sendall(payload)
-            return WarmProcess(conn)
-        except BaseException:
-            conn.close()
-            raise
+        return _forked_by(self.address, request, fds)
 
     def close(self) -> None:
         if self.proc.poll() is None and self.proc.stdin is not None:
@@ -278,13 +291,20 @@ class WarmStarts:
         env: Mapping[str, str],
         fds: Sequence[int],
         cwd: Optional[str] = None,
+        delegate: bool = True,
     ) -> Optional[WarmProcess]:
         """``argv`` forked from a zygote with ``fds`` (the caller's to close) as its
-        stdin, stdout and stderr; None: start it cold."""
+        stdin, stdout and stderr; None: start it cold. ``delegate``: by the broker that
+        ``env`` names (:data:`BROKER_ENV`) when there is one (False: that broker asks)."""
         how = entry(argv, env)
         if how is None or self._broken:
             return None
         request = {"how": how, "argv": list(argv), "env": dict(env), "cwd": cwd or os.getcwd()}
+        if delegate and env.get(BROKER_ENV):  # run by another pipeline: its zygotes
+            try:
+                return _forked_by("\0" + env[BROKER_ENV], request, fds)
+            except (OSError, ValueError):  # gone, or it would start the command cold
+                pass
         with self._lock:
             key = zygote_key(how, env)
             if key not in self._zygotes:

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from typing import Dict, List, Mapping, Set
 
-from .warm import _HEADER, WarmStarts, _recv_request
+from .warm import _HEADER, BROKER_ENV, WarmStarts, _recv_request
 
 # Program of every shim: {python}, {address}, {shims}, {mark} filled in when it is written.
 MARK = "veco_plugin warm shim"
@@ -123,9 +123,11 @@ class WarmPath:
     def env(self, env: Mapping[str, str]) -> Dict[str, str]:
         """``env`` with the shims first on ``PATH`` (and as ``PYTHON`` where that is
         this interpreter); this interpreter's virtual environment as the active one
-        (``scripts/venv.sh`` would put its ``bin`` before the shims)."""
+        (``scripts/venv.sh`` would put its ``bin`` before the shims); the broker's address
+        for the pipelines it runs (:data:`.warm.BROKER_ENV`; kept if set: the outermost)."""
         out = dict(env)
         out["PATH"] = os.pathsep.join([self.dir, env.get("PATH", os.defpath)])
+        out.setdefault(BROKER_ENV, self.address[1:])  # the outermost: pipelines fork there
         if sys.prefix != sys.base_prefix:
             out.setdefault("VIRTUAL_ENV", sys.prefix)
         if out.get("PYTHON") == sys.executable:
@@ -135,6 +137,10 @@ class WarmPath:
     def close(self) -> None:
         """Stop taking commands (shims start cold from now on), kill what still runs
         (the shims' callers have ended) and remove the shims."""
+        try:  # wakes the accept that waits (a close alone lets it take one more shim)
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._listener.close()
         with self._lock:
             for pid in self._running:
@@ -158,7 +164,10 @@ class WarmPath:
             except (OSError, ValueError):
                 return
             try:
-                proc = self.warm.fork(request["argv"], request["env"], fds, request["cwd"])
+                mine = request["env"].get(BROKER_ENV) == self.address[1:]
+                proc = self.warm.fork(
+                    request["argv"], request["env"], fds, request["cwd"], delegate=not mine
+                )
             finally:
                 for fd in fds:
                     os.close(fd)
