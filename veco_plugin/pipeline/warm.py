@@ -63,6 +63,12 @@ STARTUP_ENV = (
 # basicConfig in fairseq.models.wav2vec.wav2vec2_classification). A zygote imports what
 # the command imports first.
 LOGGING_AT_IMPORT = {"fairseq_cli.train"}
+# Imported by the commands after they start, at a cost worth sharing: torch.optim's first
+# Optimizer imports torch._dynamo (with sympy; about 2 s, then 4-5 s of a 3-update toy
+# fairseq-train became 2). Imported by the zygote after fairseq, without side effects a
+# command could see (no thread, no CUDA; its environment's TORCH* variables are in
+# STARTUP_ENV).
+LAZY_IMPORTS = ("torch._dynamo",)
 _HEADER = 8  # bytes of the length that precedes a request's JSON
 # Set by a :class:`~.warm_path.WarmPath` in its commands' environment: the (abstract,
 # without its leading NUL) address of its broker. A pipeline run by one of them (a
@@ -454,9 +460,9 @@ def serve(listener: socket.socket) -> Optional[Callable[[], Any]]:
 
 def main() -> None:
     """``python .../pipeline/warm.py FD MODULE``: FD is the listening socket; MODULE is
-    imported (:func:`first_import`), then torch and fairseq."""
+    imported (:func:`first_import`), then torch, fairseq and :data:`LAZY_IMPORTS`."""
     listener = socket.socket(fileno=int(sys.argv[1]))
-    for name in (sys.argv[2], "torch", "fairseq"):
+    for name in (sys.argv[2], "torch", "fairseq", *LAZY_IMPORTS):
         importlib.import_module(name)
     gc.freeze()  # what the imports made stays shared: neither collected nor copied per fork
     command = serve(listener)
