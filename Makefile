@@ -28,7 +28,7 @@ quickstart: setup
 bench: setup
 	$(PY) benchmarks/run.py --json $(RUN)/benchmarks.json
 
-LINT_PATHS := veco_plugin benchmarks tests
+LINT_PATHS := veco_plugin veco_plugin_startup.py benchmarks tests
 LINT_TOOLS := black==26.10.1 isort==9.0.2 flake8==7.5.0 mypy==2.4.1
 $(VENV)/.lint-installed: $(VENV)/.installed
 	$(PY) -m pip install $(LINT_TOOLS)

@@ -6,7 +6,25 @@ torchaudio and a CUDA torch), on Python <= 3.10 ``fairseq==0.12.2`` works as is.
 ``scripts/setup-env.sh`` does the whole verified install.
 """
 
+import os
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+STARTUP_PTH = "veco_plugin_startup.pth"  # Ctrl-C at a command's start: veco_plugin_startup.py
+
+
+class BuildPyWithStartup(build_py):
+    """The packages, and ``STARTUP_PTH`` beside them (site-packages: run at start-up). An
+    editable install's wheel leaves it out: scripts/setup-env.sh copies it."""
+
+    def run(self):
+        super().run()
+        self.copy_file(STARTUP_PTH, os.path.join(self.build_lib, STARTUP_PTH))
+
+    def get_outputs(self, include_bytecode=1):
+        return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, STARTUP_PTH)]
+
 
 setup(
     name="veco_plugin",
@@ -14,6 +32,8 @@ setup(
     description="fairseq plugin for VECO and XLM-Align cross-lingual pre-training, word "
     "alignment and translation",
     packages=find_packages(include=["veco_plugin", "veco_plugin.*"]),
+    py_modules=["veco_plugin_startup"],
+    cmdclass={"build_py": BuildPyWithStartup},
     python_requires=">=3.10",  # torch 2.13; dataclass kw_only, str.removeprefix
     install_requires=[
         "numpy<2",

@@ -82,6 +82,11 @@ quiet_editable_notice() {
 }
 "${PIP[@]}" install -q --no-warn-conflicts -e "$ROOT[test]" "$TORCH_SPEC" "${FAIRSEQ_RUNTIME_REQS[@]}" \
   2> >(quiet_editable_notice >&2)
+# The one-line Ctrl-C during a command's first seconds (veco_plugin_startup.py) is started by
+# a .pth file beside the packages: a wheel of the plugin holds it (setup.py), the editable
+# install's does not, so it is copied there (it does nothing once the plugin is uninstalled).
+"$VENV/bin/python" -c 'import shutil, sys, sysconfig; shutil.copy(sys.argv[1], sysconfig.get_paths()["purelib"])' \
+  "$ROOT/veco_plugin_startup.pth"
 if [[ -n $BUILD_PID ]]; then
   # --no-deps: fairseq's metadata asks for torchaudio (which drags in a CUDA torch).
   wait "$BUILD_PID" || { BUILD_PID=; echo "setup-env.sh: building $FAIRSEQ_SPEC failed (pip's error above)" >&2; exit 1; }

@@ -9,6 +9,7 @@ The signal goes to the run's whole process group (as a terminal sends it) at nam
 import glob
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -35,8 +36,6 @@ def interrupted(point, args):
     argv = [sys.executable, "-m", "tests.helpers.interrupt_at", point, "--", *map(str, args)]
     proc = WARM.popen(argv, env(), merge_stderr=False, cwd=REPO)
     if proc is None:  # no zygote: a cold start in a session of its own
-        import subprocess
-
         done = subprocess.run(argv, env=env(), cwd=REPO, capture_output=True,
                               start_new_session=True, timeout=300)  # fmt: skip
         return done.returncode, done.stderr.decode(errors="replace")
@@ -91,3 +90,28 @@ def test_a_ctrl_c_ends_in_one_line_and_the_run_resumes(
     assert "removing " + str(save / "checkpoint_9_99.pt.tmp") in out.stdout + out.stderr
     assert _updates(save / "checkpoint_last.pt") == UPDATES
     assert not glob.glob(str(save / "*.tmp"))
+
+
+# Imported first by the interpreter (PYTHONPATH): a Ctrl-C while fairseq imports its
+# criterions, seconds before --user-dir imports the plugin.
+AT_IMPORT = """import os, signal, sys
+class AtImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "fairseq.criterions":
+            sys.meta_path.remove(self)
+            os.killpg(0, signal.SIGINT)
+sys.meta_path.insert(0, AtImport())
+"""
+
+
+def test_a_ctrl_c_before_the_plugin_is_imported_is_the_same_line(tmp_path):
+    """fairseq-train's first seconds (cold: torch and fairseq importing) end in the same
+    line (veco_plugin_startup.pth), where they printed a KeyboardInterrupt traceback."""
+    (tmp_path / "sitecustomize.py").write_text(AT_IMPORT)
+    command = [os.path.join(os.path.dirname(sys.executable), "fairseq-train"), "--help"]
+    done = subprocess.run(
+        command, env=env(PYTHONPATH=str(tmp_path)), capture_output=True,
+        start_new_session=True, timeout=300,
+    )  # fmt: skip
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == -signal.SIGINT and err == LINE + "\n", (done.returncode, err)
