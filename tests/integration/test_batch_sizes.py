@@ -94,6 +94,17 @@ def test_sub_batch_budgets_beyond_max_tokens_are_refused(pretrain_data):
         _epoch(pretrain_data, 2000, "--mono-max-tokens", "3000")
 
 
+def test_a_sub_batch_below_the_longest_pair_is_refused_naming_the_flags(small_data):
+    """Was fairseq's AssertionError ("Sentences lengths should not exceed max_tokens")."""
+    with pytest.raises(ValueError) as info:
+        _epoch(small_data, 60)
+    said = str(info.value)
+    assert said.startswith("a monolingual pair of ") and "--max-tokens 60 leaves" in said
+    assert "raise --max-tokens to at least" in said and "--max-mono-positions" in said
+    with pytest.raises(ValueError, match="--bi-max-tokens 20: raise it to at least"):
+        _epoch(small_data, 4000, "--bi-max-tokens", "20")
+
+
 def test_validation_batches_follow_max_tokens_valid(pretrain_data):
     _, batches = _epoch(pretrain_data, 4000, "--max-tokens-valid", "800", split="valid")
     assert batches

@@ -51,6 +51,38 @@ def sub_batch_sizes(
     }
 
 
+def check_longest_fits(
+    key: str,
+    longest: int,
+    parts: List[str],
+    max_tokens: Optional[int],
+    own_tokens: Dict[str, Optional[int]],
+) -> None:
+    """Refuse (naming the flags) a sub-batch bound below sub-dataset ``key``'s longest
+    pair of ``longest`` padded tokens: fairseq's batching would stop on an assertion."""
+    own = own_tokens.get(key)
+    shared = [k for k in parts if not own_tokens.get(k)]
+    fixed = sum(own_tokens.get(k) or 0 for k in parts)
+    budget = own or (None if max_tokens is None else (max_tokens - fixed) // len(shared))
+    if budget is None or longest <= budget:
+        return
+    if own:
+        where, fix = f"--{key}-max-tokens {own}", f"raise it to at least {longest}"
+    else:
+        where = f"the {budget} tokens that --max-tokens {max_tokens} leaves its sub-batch" + (
+            f" (split equally between {len(shared)})" if len(shared) > 1 else ""
+        )
+        fix = (
+            f"raise --max-tokens to at least {fixed + longest * len(shared)} "
+            f"(or give --{key}-max-tokens)"
+        )
+    side = {"mono": "monolingual", "bi": "bilingual"}.get(key, key)
+    raise VecoUserError(
+        f"a {side} pair of {longest} tokens does not fit in {where}: {fix}, or lower "
+        f"--max-{key}-positions"
+    )
+
+
 class VecoZipDataset(FairseqDataset):
     """The sub-datasets (``{"mono": ..., "bi": ...}``) side by side in one index
     space (dataset ``k`` owns ``[offset_k, offset_k + len_k)``).
@@ -134,6 +166,9 @@ class VecoZipDataset(FairseqDataset):
             start = self.offsets[key]
             mine = indices[(indices >= start) & (indices < start + len(dataset))] - start
             local[key] = mine.astype(np.int64)
+            if len(local[key]):
+                longest = int(dataset.num_tokens_vec(local[key]).max())
+                check_longest_fits(key, longest, list(self.datasets), max_tokens, self.own_tokens)
             batchers[key] = partial(
                 self._batch, key, size=sizes[key], multiple=required_batch_size_multiple
             )
