@@ -61,6 +61,7 @@ def stop_once(args, save, delay, log):
     proc = subprocess.Popen(
         [os.path.join(BIN, "fairseq-train"), *args], stdout=out,
         stderr=subprocess.PIPE, env=env, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal
     )  # fmt: skip
     time.sleep(delay)
     sent = time.monotonic()

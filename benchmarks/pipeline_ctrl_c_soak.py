@@ -81,6 +81,7 @@ def stop_once(argv, delay: float, log: str):
     with open(log, "w", encoding="utf-8") as f:
         proc = subprocess.Popen(
             argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal
             env=dict(os.environ, OMP_NUM_THREADS="1"),
         )  # fmt: skip
         time.sleep(delay)

@@ -92,6 +92,12 @@ def test_a_ctrl_c_ends_in_one_line_and_the_run_resumes(
     assert not glob.glob(str(save / "*.tmp"))
 
 
+def from_a_terminal() -> None:
+    """A terminal's child takes Ctrl-C (pytest-xdist's workers ignore SIGINT, and a
+    child inherits that: its interpreter would never raise KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # Imported first by the interpreter (PYTHONPATH): a Ctrl-C while fairseq imports its
 # criterions, seconds before --user-dir imports the plugin.
 AT_IMPORT = """import os, signal, sys
@@ -111,7 +117,7 @@ def test_a_ctrl_c_before_the_plugin_is_imported_is_the_same_line(tmp_path):
     command = [os.path.join(os.path.dirname(sys.executable), "fairseq-train"), "--help"]
     done = subprocess.run(
         command, env=env(PYTHONPATH=str(tmp_path)), capture_output=True,
-        start_new_session=True, timeout=300,
+        start_new_session=True, timeout=300, preexec_fn=from_a_terminal,
     )  # fmt: skip
     err = done.stderr.decode(errors="replace")
     assert done.returncode == -signal.SIGINT and err == LINE + "\n", (done.returncode, err)
