@@ -76,6 +76,7 @@ _HEADER = 8  # bytes of the length that precedes a request's JSON
 # there, from the zygotes already up, rather than starting zygotes of its own.
 BROKER_ENV = "VECO_WARM_BROKER"
 STARTUP_TIMEOUT_S = 300.0  # for the zygote's imports on a busy machine
+CLOSE_GRACE_S = 1.0  # for a zygote asked to end (an idle one ends in milliseconds)
 
 Request = Dict[str, Any]
 
@@ -247,12 +248,16 @@ class _Zygote:
         return _forked_by(self.address, request, fds)
 
     def close(self) -> None:
+        """End the zygote: at once when it waits for commands (its stdin closes); killed
+        when it is still importing (it reads stdin only then: a pipeline stopped by
+        Ctrl-C waited up to 10 s for it). The commands it forked run on."""
         if self.proc.poll() is None and self.proc.stdin is not None:
             self.proc.stdin.close()
             try:
-                self.proc.wait(10)
+                self.proc.wait(CLOSE_GRACE_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
 
 
 class WarmStarts:
@@ -466,8 +471,9 @@ def main() -> None:
         importlib.import_module(name)
     gc.freeze()  # what the imports made stays shared: neither collected nor copied per fork
     command = serve(listener)
-    if command is not None:  # a forked command: it ends as its interpreter would end it
-        command()
+    if command is None:  # the zygote: nothing to flush, no finalization worth waiting for
+        os._exit(0)
+    command()  # a forked command: it ends as its interpreter would end it
 
 
 if __name__ == "__main__":
