@@ -1,6 +1,6 @@
 """veco-average-checkpoints on real checkpoints of a tiny stock fairseq Transformer.
 
-The module fixture runs ``fairseq-train`` twice (about 7 s each on 2 CPU cores) on 40
+The module fixture runs ``fairseq-train`` twice (warm, tests/helpers/runner.py) on 40
 lines of toy text: ``--arch transformer`` saving every 2 updates (5 updates per epoch,
 10 updates), and ``--arch transformer_iwslt_de_en`` with other FFN sizes.
 """
@@ -8,12 +8,11 @@ lines of toy text: ``--arch transformer`` saving every 2 updates (5 updates per 
 import logging
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 import torch
 
+from tests.helpers.runner import run
 from veco_plugin.checkpoints import averaging
 from veco_plugin.checkpoints.trusted_load import load_trusted
 from veco_plugin.cli import average_checkpoints as avg
@@ -21,7 +20,6 @@ from veco_plugin.cli import average_checkpoints as avg
 PLUGIN = os.path.abspath(
     os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "veco_plugin")
 )
-BIN = os.path.dirname(sys.executable)
 
 TINY = [
     "--encoder-layers", "1", "--decoder-layers", "1",
@@ -30,16 +28,11 @@ TINY = [
 ]  # fmt: skip
 
 
-def _run(cmd, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert proc.returncode == 0, f"{cmd[0]} failed:\n{proc.stderr[-3000:]}"
-    return proc
-
-
 def _train(data, save_dir, arch, ffn):
-    _run(
+    run(
+        "fairseq-train",
         [
-            os.path.join(BIN, "fairseq-train"), data, "--user-dir", PLUGIN,
+            data, "--user-dir", PLUGIN,
             "--arch", arch, *TINY,
             "--encoder-ffn-embed-dim", str(ffn), "--decoder-ffn-embed-dim", str(ffn),
             "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8",
@@ -61,9 +54,10 @@ def runs(tmp_path_factory):
             src.write(" ".join(sent) + "\n")
             tgt.write(" ".join(reversed(sent)) + "\n")
     data = str(root / "bin")
-    _run(
+    run(
+        "fairseq-preprocess",
         [
-            os.path.join(BIN, "fairseq-preprocess"), "--source-lang", "src",
+            "--source-lang", "src",
             "--target-lang", "tgt", "--trainpref", str(root / "train"),
             "--validpref", str(root / "train"), "--destdir", data,
             "--joined-dictionary", "--workers", "1",
@@ -195,18 +189,7 @@ def test_different_archs_are_refused_with_one_line_naming_files(runs, tmp_path):
     a = os.path.join(runs["base"], "checkpoint_2_8.pt")
     b = os.path.join(runs["other"], "checkpoint_2_8.pt")
     out = tmp_path / "avg.pt"
-    proc = subprocess.run(
-        [
-            os.path.join(BIN, "veco-average-checkpoints"),
-            "--inputs",
-            a,
-            b,
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = run("veco-average-checkpoints", ["--inputs", a, b, "--output", out], check=False)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("veco-average-checkpoints: error: ")
