@@ -6,9 +6,11 @@ On CPU, during one step (forward and backward) of each objective:
   ``int()``, ``float()`` made directly by ``veco_plugin`` code is recorded: none;
 * every op whose result size depends on the data (``nonzero``, ``masked_select``,
   boolean-mask indexing, ``item``), which must wait for the device on CUDA, is
-  recorded with the innermost ``veco_plugin``/fairseq line that issued it: none from
-  ``veco_plugin``. fairseq's RoBERTa LM head indexes the masked positions with a
-  boolean mask (one wait per LM head call, as in fairseq's own ``masked_lm``).
+  recorded with the innermost ``veco_plugin``/fairseq line that issued it: none at all.
+  fairseq's RoBERTa LM head would index the masked positions with a boolean mask (one
+  wait per call, as in fairseq's own ``masked_lm``): the plugin hands it the rows,
+  gathered by the collater's counts (``pair_masked``, ``concat_masked``), which change
+  no loss and no gradient.
 
 With CUDA, the step also runs under ``torch.cuda.set_sync_debug_mode``: no
 synchronizing CUDA operation may be issued from a ``veco_plugin`` source line.
@@ -41,8 +43,8 @@ DATA_DEPENDENT = (
 )
 
 
-def step(name, tmp_path, device="cpu"):
-    """A function running one training step (forward + backward) of ``name``."""
+def parts(name, tmp_path, device="cpu"):
+    """``name``'s criterion, a toy model fitted to it and a sample of both sub-batches."""
     d = toy_dictionary()
     name, _, mode = name.partition(":")
     criterion = table_criterion(name, d, tmp_path, **({"dict_mlm_mode": mode} if mode else {}))
@@ -54,6 +56,12 @@ def step(name, tmp_path, device="cpu"):
         sample["bi"]["links"] = diagonal_links(sample["bi"])
     sample = {k: {f: v.to(device) if torch.is_tensor(v) else v for f, v in b.items()}
               for k, b in sample.items()}  # fmt: skip
+    return criterion, model, sample
+
+
+def step(name, tmp_path, device="cpu"):
+    """A function running one training step (forward + backward) of ``name``."""
+    criterion, model, sample = parts(name, tmp_path, device)
 
     def run():
         loss, _, _ = criterion(model, sample)
@@ -143,8 +151,31 @@ def test_no_data_dependent_op_from_plugin_code(name, tmp_path):
     run()
     with DataDependentOps() as ops:
         run()
-    assert ops.calls, "the LM head's boolean indexing (fairseq) is seen"
-    assert not ops.plugin_calls(), ops.plugin_calls()
+    assert not ops.calls, dict(ops.calls)  # fairseq's LM head's neither: it gets the rows
+
+
+@pytest.mark.parametrize("name", CRITERIA)
+def test_the_collaters_counts_change_no_loss_nor_gradient(name, tmp_path):
+    """With the counts the LM head's rows are gathered; without them (a batch made
+    elsewhere) fairseq's head indexes by the mask: the same rows, then the same operators
+    on the same shapes, so the same loss and gradients, bit for bit. The sample size is
+    then a Python int (fairseq's Trainer reads it on the host), the same number."""
+    criterion, model, sample = parts(name, tmp_path)
+    uncounted = {k: {f: v for f, v in b.items() if not f.endswith("_masked")}
+                 for k, b in sample.items()}  # fmt: skip
+    assert uncounted != sample
+    results = []
+    for batch in (sample, uncounted):
+        model.zero_grad()
+        torch.manual_seed(0)  # the same dropout and draws
+        loss, sample_size, _ = criterion(model, batch)
+        loss.backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        results.append((loss.detach(), grads, sample_size))
+    (loss, grads, size), (loss_b, grads_b, size_b) = results
+    assert type(size) is int and size == size_b.item()
+    assert torch.equal(loss, loss_b) and len(grads) == len(grads_b)
+    assert all(torch.equal(a, b) for a, b in zip(grads, grads_b))
 
 
 @pytest.mark.parametrize("name", CRITERIA)

@@ -86,9 +86,11 @@ class MaskedTermsCriterion(FairseqCriterion):
     **once** per step with all of them (its ``forward`` is what fairseq's DDP
     wrappers synchronize), then the families turn the outputs into logged terms.
     The loss is Σ weight[key] * term loss, normalised by the number of masked tokens
-    (``sample_size``) exactly as fairseq's ``masked_lm``; every token term is logged
-    on its own (loss in bits per predicted token, and accuracy). Built from the
-    criterion's dataclass config (``cfg``), as fairseq-train builds it.
+    (``sample_size``: a Python int from the collater's ``pair_masked``, so that fairseq's
+    Trainer does not wait for the device to read it) exactly as fairseq's ``masked_lm``;
+    every token term is logged on its own (loss in bits per predicted token, and
+    accuracy). Built from the criterion's dataclass config (``cfg``), as fairseq-train
+    builds it.
 
     ``extensions`` (model parts its terms need: ``fit_model`` builds them into the model
     to train, from the model's own args), ``needs_warm_start`` (the task warns when
@@ -209,7 +211,10 @@ class MaskedTermsCriterion(FairseqCriterion):
         for kind, batch in sample.items():
             for term in self.terms:
                 term.add(kind, batch, outputs, terms)
-            sample_size = sample_size + batch["pair_target"].ne(self.padding_idx).sum()
+            counted = batch.get("pair_masked")  # the collater's: no device sync
+            if counted is None:  # a batch made elsewhere
+                counted = batch["pair_target"].ne(self.padding_idx).sum()
+            sample_size = sample_size + counted
             ntokens += batch["ntokens"]
             nsentences += batch["nsentences"]
         for term in self.terms:

@@ -13,6 +13,11 @@ from typing import Dict, Optional, Tuple, Union
 
 from torch import Tensor
 
+MASKED_COUNT = """``masked_count``: the number of True in ``masked``, known on the host (the
+collater's ``pair_masked`` / ``concat_masked``): the LM head gathers those rows without
+waiting for the device; None: fairseq's head indexes by the mask, which waits for it (the
+size of its result is on the device)."""
+
 
 @dataclass(frozen=True)
 class Pointer:
@@ -45,7 +50,8 @@ class PlugOut:
     pair (XLM's TLM); None: they run on (VECO). ``masked`` (B, T) bool: MLM logits at
     the masked positions; ``layers``: hidden states to keep (0 = embeddings, L = H^L);
     ``pointer`` / ``exchange``: heads on the same forward (``tokens`` a concatenated
-    pair; they need ``VecoModel.build_extension``)."""
+    pair; they need ``VecoModel.build_extension``). ``masked_count``: see
+    :data:`MASKED_COUNT`."""
 
     tokens: Tensor
     masked: Optional[Tensor] = None
@@ -53,6 +59,7 @@ class PlugOut:
     layers: Tuple[int, ...] = ()
     pointer: Optional[Pointer] = None
     exchange: Optional[Exchange] = None
+    masked_count: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,8 @@ class TwoStream:
 
     ``masked`` (2B, T): H-stream logits (eqs. 10-11, with ``need_h``) and S-stream
     logits (eqs. 12-13, with ``need_s``); ``features``: H^L and S^L themselves;
-    ``stop_gradient``: H^L is a constant in the S stream (paper §2.2)."""
+    ``stop_gradient``: H^L is a constant in the S stream (paper §2.2);
+    ``masked_count``: see :data:`MASKED_COUNT`."""
 
     tokens: Tensor
     masked: Optional[Tensor] = None
@@ -81,6 +89,7 @@ class TwoStream:
     need_h: bool = True
     need_s: bool = True
     features: bool = False
+    masked_count: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -149,9 +149,13 @@ class VecoModel(RobertaModel):
             return EmbedOutput(self.sentence_encoder.embed_tokens(request.ids))
         raise TypeError(f"not a veco request: {type(request).__name__}")
 
-    def _logits(self, features: Tensor, masked: Optional[Tensor]) -> Tensor:
-        """LM head on ``features`` (B, T, C) at ``masked`` (B, T) -> (M, V)."""
-        return self.encoder.output_layer(features, masked)
+    def _logits(self, features: Tensor, masked: Tensor, count: Optional[int]) -> Tensor:
+        """LM head on ``features`` (B, T, C) at ``masked`` (B, T) -> (M, V): the M rows
+        gathered without a host sync when ``count`` (= M, :data:`~.requests.MASKED_COUNT`)
+        is given; else by fairseq's head, which indexes by the mask (a sync)."""
+        if count is None:
+            return self.encoder.output_layer(features, masked)
+        return self.encoder.lm_head(selected(features, masked, count))
 
     def _plug_out(self, request: PlugOut) -> PlugOutOutput:
         encoder = self.sentence_encoder
@@ -163,7 +167,9 @@ class VecoModel(RobertaModel):
         last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=keep)
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
         last = last.transpose(0, 1)  # (B, T, C)
-        logits = None if request.masked is None else self._logits(last, request.masked)
+        logits = None
+        if request.masked is not None:
+            logits = self._logits(last, request.masked, request.masked_count)
         return PlugOutOutput(
             hidden={k: hidden[k] for k in request.layers},
             logits=logits,
@@ -222,14 +228,14 @@ class VecoModel(RobertaModel):
             h, _ = encoder.forward_stream(tokens)  # (T, 2B, C)
         h_logits = s_logits = s = None
         if request.need_h and masked is not None:
-            h_logits = self._logits(h.transpose(0, 1), masked)
+            h_logits = self._logits(h.transpose(0, 1), masked, request.masked_count)
         if request.need_s or request.features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
             memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
             s, _ = encoder.forward_stream(tokens, memory, memory_padding_mask)
             if request.need_s and masked is not None:
-                s_logits = self._logits(s.transpose(0, 1), masked)
+                s_logits = self._logits(s.transpose(0, 1), masked, request.masked_count)
         features = request.features
         return TwoStreamOutput(
             h_logits=h_logits,

@@ -251,7 +251,9 @@ class DictionaryMlmTerm(VecoTerm):
                 tokens, _, self.swap = code_switched_inputs(
                     tokens, target, self.table, self.cfg.dict_mlm_prob, self.pad, self._generator()
                 )
-            requests["mono_dict"] = PlugOut(tokens, target.ne(self.pad))
+            requests["mono_dict"] = PlugOut(
+                tokens, target.ne(self.pad), masked_count=batch.get("pair_masked")
+            )
 
     def add(self, kind, batch, outputs, terms):
         if kind != "mono" or "mono_dict" not in outputs:

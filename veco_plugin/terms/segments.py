@@ -53,9 +53,12 @@ class SegmentTerms(VecoTerm):
                 stop_gradient=not self.cfg.no_stop_gradient,
                 need_h=mlm,
                 need_s=True,
+                masked_count=batch.get("pair_masked"),
             )
         elif mlm:
-            requests[f"{kind}_mlm"] = PlugOut(batch["pair_tokens"], masked)
+            requests[f"{kind}_mlm"] = PlugOut(
+                batch["pair_tokens"], masked, masked_count=batch.get("pair_masked")
+            )
 
     def add(self, kind, batch, outputs, terms):
         if f"{kind}_mlm" in outputs:

@@ -65,8 +65,10 @@ class TranslationTerm(VecoTerm):
 
     def requests(self, kind, batch, requests):
         if kind == "bi" and self.on("bi_tlm"):
-            masked = batch["concat_target"].ne(self.pad)
-            concat_request(requests, batch, self.cfg.tlm_reset_positions, masked=masked)
+            masked, count = batch["concat_target"].ne(self.pad), batch.get("concat_masked")
+            concat_request(
+                requests, batch, self.cfg.tlm_reset_positions, masked=masked, masked_count=count
+            )
 
     def add(self, kind, batch, outputs, terms):
         if kind == "bi" and self.on("bi_tlm"):

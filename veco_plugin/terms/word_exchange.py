@@ -52,8 +52,11 @@ class WordExchangeTerm(VecoTerm):
             return
         (select_x, select_y), _ = self._masked(batch)
         parts = Exchange(batch["links"], batch["first_lengths"], select_x, select_y)
-        masked = batch["concat_target"].ne(self.pad)
-        concat_request(requests, batch, self.cfg.tlm_reset_positions, masked=masked, exchange=parts)
+        masked, count = batch["concat_target"].ne(self.pad), batch.get("concat_masked")
+        concat_request(
+            requests, batch, self.cfg.tlm_reset_positions,
+            masked=masked, masked_count=count, exchange=parts,
+        )  # fmt: skip
 
     def add(self, kind, batch, outputs, terms):
         if kind != "bi":
