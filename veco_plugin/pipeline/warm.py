@@ -247,14 +247,17 @@ class _Zygote:
     def fork(self, request: Request, fds: Sequence[int]) -> WarmProcess:
         return _forked_by(self.address, request, fds)
 
-    def close(self) -> None:
+    def close(self, deadline: Optional[float] = None) -> None:
         """End the zygote: at once when it waits for commands (its stdin closes); killed
-        when it is still importing (it reads stdin only then: a pipeline stopped by
-        Ctrl-C waited up to 10 s for it). The commands it forked run on."""
+        at ``deadline`` (``time.monotonic()``; default: in :data:`CLOSE_GRACE_S`) when it
+        is still importing (it reads stdin only then: a pipeline stopped by Ctrl-C waited
+        up to 10 s for it). The commands it forked run on."""
+        if deadline is None:
+            deadline = time.monotonic() + CLOSE_GRACE_S
         if self.proc.poll() is None and self.proc.stdin is not None:
             self.proc.stdin.close()
             try:
-                self.proc.wait(CLOSE_GRACE_S)
+                self.proc.wait(max(deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -328,10 +331,14 @@ class WarmStarts:
             return None
 
     def close(self) -> None:
-        """End the zygotes (commands they forked run on)."""
+        """End the zygotes (commands they forked run on), within one grace between them."""
         with self._lock:
             for zygote in self._zygotes.values():
-                zygote.close()
+                if zygote.proc.stdin is not None:
+                    zygote.proc.stdin.close()  # each ends as soon as it can
+            deadline = time.monotonic() + CLOSE_GRACE_S
+            for zygote in self._zygotes.values():
+                zygote.close(deadline)
             self._zygotes.clear()
 
 
