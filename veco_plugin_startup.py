@@ -6,8 +6,10 @@ imports the plugin, whose hooks (:mod:`veco_plugin.errors`) end a Ctrl-C in the 
 Python's ``KeyboardInterrupt`` traceback instead. ``veco_plugin_startup.pth`` (installed
 beside the packages) calls :func:`install` when any interpreter of the environment starts:
 for those commands only, it ends an uncaught ``KeyboardInterrupt`` in that same line (and
-by SIGINT, as the plugin does); anything else goes to the hook it found. Stdlib only:
-it runs before every program of the environment.
+by SIGINT, as the plugin does); anything else goes to the hook it found. ``torchrun``
+ends a Ctrl-C (or SIGTERM) in torch's ``SignalException`` traceback, after its ranks have
+said their line: it gets the same one line. Stdlib only: it runs before every program of
+the environment.
 """
 
 import os
@@ -15,7 +17,10 @@ import signal
 import sys
 
 LINE = "{prog}: interrupted; resume with the same command\n"
-COMMANDS = ("fairseq-", "veco-")
+COMMANDS = ("fairseq-", "veco-", "torchrun")
+# torch.distributed.elastic's exception for a signal to its agent (torchrun), by name:
+# importing torch here would slow every interpreter's start
+SIGNALLED = "SignalException"
 
 
 def install() -> None:
@@ -26,10 +31,16 @@ def install() -> None:
 
 
 def _one_line_interrupt(kind, value, traceback) -> None:
-    if not issubclass(kind, KeyboardInterrupt):
+    signum = signal.SIGINT
+    if kind.__name__ == SIGNALLED and getattr(value, "sigval", None) in (
+        signal.SIGINT,
+        signal.SIGTERM,
+    ):
+        signum = value.sigval
+    elif not issubclass(kind, KeyboardInterrupt):
         sys.__excepthook__(kind, value, traceback)
         return
     sys.stderr.write(LINE.format(prog=os.path.basename(sys.argv[0])))
     sys.stderr.flush()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

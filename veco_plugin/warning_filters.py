@@ -21,6 +21,12 @@ None is the user's to act on, and the plugin makes none of these calls:
 * ``UserWarning: 'pin_memory' argument is set as true but no accelerator is found`` --
   fairseq's ``EpochBatchIterator`` always asks for pinned memory; attributed to
   ``torch.utils.data.dataloader``.
+* ``FutureWarning: `broadcast_buffers` is deprecated`` (torch 2.13), once per rank under
+  torchrun -- fairseq's ``DistributedFairseqModel`` passes its ``--broadcast-buffers``
+  setting to torch's DDP; torch's stack level puts it on the plugin's DDP class
+  (``veco_plugin.distributed.cpu_ddp``), which passes fairseq's arguments on as given (the
+  argument torch suggests instead still syncs buffers at start, which fairseq's default
+  does not).
 
 Each filter matches the message *and* the module the warning is attributed to (but the
 one above), so any other warning from those modules, and the same warning raised by other
@@ -76,6 +82,11 @@ _FAIRSEQ_CALLS = (
         r"'pin_memory' argument is set as true but no accelerator is found",
         UserWarning,
         r"torch\.utils\.data\.dataloader\Z",
+    ),
+    (
+        r"`broadcast_buffers` is deprecated",
+        FutureWarning,
+        r"veco_plugin\.distributed\.cpu_ddp\Z",
     ),
 )
 

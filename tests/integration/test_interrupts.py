@@ -121,3 +121,22 @@ def test_a_ctrl_c_before_the_plugin_is_imported_is_the_same_line(tmp_path):
     )  # fmt: skip
     err = done.stderr.decode(errors="replace")
     assert done.returncode == -signal.SIGINT and err == LINE + "\n", (done.returncode, err)
+
+
+def test_torchruns_own_signal_traceback_is_the_same_line(tmp_path):
+    """torchrun's agent ends a Ctrl-C in torch's SignalException (after its ranks said
+    their line): the same one line, and the exit of a process ended by that signal."""
+    script = tmp_path / "torchrun-agent"  # a torchrun* program, as the hook sees it
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import signal\n"
+        "from torch.distributed.elastic.multiprocessing.api import SignalException\n"
+        "raise SignalException('Process 1 got signal: 2', sigval=signal.SIGINT)\n"
+    )
+    script.chmod(0o755)
+    done = subprocess.run(
+        [str(script)], env=env(), capture_output=True, timeout=300, preexec_fn=from_a_terminal
+    )
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == -signal.SIGINT, (done.returncode, err)
+    assert err == "torchrun-agent: interrupted; resume with the same command\n", err

@@ -34,6 +34,9 @@ REAL = [
     ("\nThe strict flag in the compose API is deprecated.\n", UserWarning, "hydra.compose"),
     ("'pin_memory' argument is set as true but no accelerator is found, then device "
      "pinned memory won't be used.", UserWarning, "torch.utils.data.dataloader"),
+    ("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: "
+     "unlike `broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers at "
+     "init.", FutureWarning, "veco_plugin.distributed.cpu_ddp"),
 ]  # fmt: skip
 
 
