@@ -37,3 +37,51 @@ def write_json(path: str, result: Dict[str, Any]) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
+
+
+def soak_parser(description: str, stops: int, earliest: float, latest: float, out: str):
+    """A Ctrl-C soak's flags: ``--stops``, ``--seed``, ``--earliest``/``--latest`` (seconds
+    after a run's start, the uniform range of each stop's delay) and ``--out``."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--stops", type=int, default=stops)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--earliest", type=float, default=earliest)
+    p.add_argument("--latest", type=float, default=latest)
+    p.add_argument("--out", default=out)
+    return p
+
+
+def interrupted_after(argv: List[str], delay: float, stdout: Any, stderr: Any):
+    """``argv`` started as a terminal starts a command (a session of its own, SIGINT taken,
+    one thread), SIGINT to its process group ``delay`` s later (unless it has ended):
+    (its exit status, the seconds from the signal to the exit, its stderr when piped)."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(
+        argv, stdout=stdout, stderr=stderr, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )  # fmt: skip
+    time.sleep(delay)
+    sent = time.monotonic()
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=600)[1]
+    return proc.returncode, time.monotonic() - sent, err
+
+
+def stop_row(delay: float, took: float, status: int, said: str) -> Dict[str, Any]:
+    """A soak's stop: its delay, the seconds to the exit, the exit status, the last line of
+    what the command ``said`` and whether that holds a traceback."""
+    lines = [line for line in said.strip().splitlines() if line.strip()]
+    return {
+        "delay": delay,
+        "exit_s": took,
+        "status": status,
+        "last": lines[-1] if lines else "",
+        "traceback": "Traceback" in said,
+    }

@@ -18,17 +18,17 @@ run of the same command to ``max + 2`` updates, which must end there (resumable)
     python benchmarks/ctrl_c_soak.py [--stops 20] [--seed 0] [--out /tmp/soak]
 """
 
-import argparse
 import glob
 import os
 import random
 import signal
 import subprocess
 import sys
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+
+from common import interrupted_after, soak_parser, stop_row  # noqa: E402
 
 from veco_plugin.checkpoints.atomic import is_complete  # noqa: E402
 from veco_plugin.checkpoints.trusted_load import load_trusted  # noqa: E402
@@ -56,30 +56,15 @@ def updates_in(path: str) -> int:
 
 
 def stop_once(args, save, delay, log):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = open(log[: -len(".err")] + ".out", "w", encoding="utf-8")
-    proc = subprocess.Popen(
-        [os.path.join(BIN, "fairseq-train"), *args], stdout=out,
-        stderr=subprocess.PIPE, env=env, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal
-    )  # fmt: skip
-    time.sleep(delay)
-    sent = time.monotonic()
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-    err = proc.communicate(timeout=600)[1].decode(errors="replace")
-    took = time.monotonic() - sent
-    out.close()
+    with open(log[: -len(".err")] + ".out", "w", encoding="utf-8") as out:
+        argv = [os.path.join(BIN, "fairseq-train"), *args]
+        status, took, raw = interrupted_after(argv, delay, out, subprocess.PIPE)
+    err = raw.decode(errors="replace")
     with open(log, "w", encoding="utf-8") as f:
         f.write(err)
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     checkpoints = glob.glob(os.path.join(save, "checkpoint*.pt"))
     return {
-        "delay": delay,
-        "exit_s": took,
-        "status": proc.returncode,
-        "last": lines[-1] if lines else "",
-        "traceback": "Traceback" in err,
+        **stop_row(delay, took, status, err),
         "tmp": [os.path.basename(p) for p in glob.glob(os.path.join(save, "*.tmp"))],
         "complete": all(is_complete(p) for p in checkpoints),
         "last_update": updates_in(os.path.join(save, "checkpoint_last.pt")),
@@ -88,13 +73,7 @@ def stop_once(args, save, delay, log):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--stops", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--earliest", type=float, default=2.0)
-    p.add_argument("--latest", type=float, default=14.0)
-    p.add_argument("--out", default="/tmp/ctrl_c_soak")
-    a = p.parse_args()
+    a = soak_parser(__doc__.split("\n")[0], 20, 2.0, 14.0, "/tmp/ctrl_c_soak").parse_args()
     os.makedirs(a.out, exist_ok=True)
     data, save = os.path.join(a.out, "data"), os.path.join(a.out, "ck")
     if not os.path.isfile(os.path.join(data, "dict.txt")):

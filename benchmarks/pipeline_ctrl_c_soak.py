@@ -16,14 +16,14 @@ must end with status 0, skip every stage finished before and write the table.
     python benchmarks/pipeline_ctrl_c_soak.py [--stops 12] [--seed 0] [--out /tmp/soak-xtreme]
 """
 
-import argparse
 import glob
 import os
 import random
 import signal
 import subprocess
 import sys
-import time
+
+from common import interrupted_after, soak_parser, stop_row
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -79,36 +79,13 @@ def finished(out: str):
 
 def stop_once(argv, delay: float, log: str):
     with open(log, "w", encoding="utf-8") as f:
-        proc = subprocess.Popen(
-            argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal
-            env=dict(os.environ, OMP_NUM_THREADS="1"),
-        )  # fmt: skip
-        time.sleep(delay)
-        sent = time.monotonic()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=600)
-        took = time.monotonic() - sent
+        status, took, _ = interrupted_after(argv, delay, f, subprocess.STDOUT)
     with open(log, encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return {
-        "delay": delay,
-        "exit_s": took,
-        "status": proc.returncode,
-        "last": lines[-1] if lines else "",
-        "traceback": "Traceback" in text,
-    }
+        return stop_row(delay, took, status, f.read())
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--stops", type=int, default=12)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--earliest", type=float, default=0.3)
-    p.add_argument("--latest", type=float, default=25.0)
-    p.add_argument("--out", default="/tmp/soak-xtreme")
+    p = soak_parser(__doc__.split("\n")[0], 12, 0.3, 25.0, "/tmp/soak-xtreme")
     a = p.parse_args()
     if a.stops < 1 or not 0 <= a.earliest <= a.latest:
         p.error("--stops must be >= 1 and 0 <= --earliest <= --latest")
@@ -129,9 +106,12 @@ def main() -> int:
     done = subprocess.run(argv, capture_output=True, text=True)
     skipped = [s for s in before if f"== [{s}] finished earlier: skipped" in done.stdout]
     table = os.path.isfile(os.path.join(a.out, "udpos", "results.md"))
-    # a stop after the run had ended is not a stop: status 0 and the table's last line
+    # a stop after the run had written its table (status 0, or SIGINT while the interpreter
+    # ended) leaves that line last
+    stopped = (130, -signal.SIGINT)
     ok = [
-        (r["status"] == 0 or r["status"] in (130, -signal.SIGINT) and r["last"] in LINES)
+        (r["status"] in stopped and r["last"] in LINES
+         or r["status"] in (0, -signal.SIGINT) and r["last"].startswith("== written: "))
         and not r["traceback"]
         for r in rows
     ]  # fmt: skip
