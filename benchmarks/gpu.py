@@ -131,6 +131,8 @@ def parse_args(argv=None):
     unknown = [s for s in a.stages if s not in STAGES]
     if unknown:
         p.error(f"--stages {','.join(unknown)}: each one of {', '.join(STAGES)}")
+    if not a.budget > 0:  # NaN too
+        p.error(f"--budget {a.budget}: give the seconds the stages may take, above 0")
     if a.previous and not os.path.isfile(a.previous):
         p.error(f"--previous {a.previous}: no such file (the JSON an earlier call wrote)")
     return a

@@ -109,3 +109,16 @@ def test_previous_keeps_finished_stages(dry_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "stages none" in proc.stdout
     assert json.loads((tmp_path / path.name).read_text())["stages"] == result["stages"]
+
+
+@pytest.mark.parametrize("budget", ["-5", "0", "nan"])
+def test_a_budget_of_no_seconds_is_one_line(budget, capsys):
+    """Was accepted: no stage ran and an empty result was written."""
+    with pytest.raises(SystemExit) as info:
+        load("gpu").parse_args(["--budget", budget, "--dry-run"])
+    assert info.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith(f"--budget {float(budget)}: give the seconds the stages may take, above 0")
+    )
