@@ -217,3 +217,38 @@ def test_no_synchronizing_cuda_op_from_plugin_code(name, tmp_path):
         finally:
             torch.cuda.set_sync_debug_mode("default")
     assert not {k: n for k, n in sites.items() if PLUGIN in k}, sites
+
+
+@pytest.mark.parametrize("name", ["ca_mlm", "tlm", "dict_mlm"])
+def test_a_batch_without_pad_runs_without_a_mask_and_computes_the_same(name, tmp_path, monkeypatch):
+    """One pair of one sentence a side: no pad in either layout, which the collater says
+    (``pair_padded``, ``concat_padded``: False), so no attention mask is built; the loss
+    and gradients are those of the masked path (fp32; the kernels may differ)."""
+    criterion, model, sample = parts(name, tmp_path)
+    d = toy_dictionary()
+    sample = {"mono": pair_batch(d, n_pairs=1, seed=0), "bi": pair_batch(d, n_pairs=1, seed=1)}
+    assert not any(b[k] for b in sample.values() for k in ("pair_padded", "concat_padded"))
+    masked = {k: {**b, "pair_padded": True, "concat_padded": True} for k, b in sample.items()}
+    sdpa, masks = torch.nn.functional.scaled_dot_product_attention, []
+
+    def seen(*args, attn_mask=None, **kwargs):  # torch's, recording whether it got a mask
+        masks.append(attn_mask is not None)
+        return sdpa(*args, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", seen)
+    results = []
+    for batch in (sample, masked):
+        model.zero_grad()
+        torch.manual_seed(0)
+        masks.clear()
+        loss, _, _ = criterion(model, batch)
+        assert masks and all(masks) == (batch is masked) and any(masks) == (batch is masked)
+        loss.backward()
+        results.append(
+            (loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
+        )
+    (loss, grads), (loss_m, grads_m) = results
+    torch.testing.assert_close(loss, loss_m, rtol=1e-5, atol=1e-6)
+    assert len(grads) == len(grads_m)
+    for a, b in zip(grads, grads_m):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

@@ -168,9 +168,11 @@ class VecoPairDataset(FairseqDataset):
         * ``pair_tokens``/``pair_target`` (2B, T): rows ``:B`` are x, ``B:`` are y
           (the two-stream layout of ``VecoModel.forward_two_stream``);
         * ``pair_masked``: the masked positions of ``pair_target`` (non-pad), a Python
-          int (the LM head gathers that many rows without a device sync);
+          int (the LM head gathers that many rows without a device sync); ``pair_padded``:
+          whether ``pair_tokens`` holds a pad (rows of unequal lengths; none: no mask);
         * with ``concat``: ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y``
-          for TLM, ``concat_masked`` likewise, and ``first_lengths`` (B,) = |x| per row;
+          for TLM, ``concat_masked`` / ``concat_padded`` likewise, and ``first_lengths``
+          (B,) = |x| per row;
         * when the pairs have word alignments: ``links`` (B, W, W) bool, W =
           ``pair_tokens.size(1)``: ``links[b, i, j]`` = position ``i`` of x_b (``<s>`` at
           0, as in ``pair_tokens[b]`` and ``split_pair``'s x half) is linked to position
@@ -192,10 +194,12 @@ class VecoPairDataset(FairseqDataset):
             "pair_target": pad(xt + yt),
         }
         batch["pair_masked"] = int(batch["pair_target"].ne(self.pad).sum())  # a CPU tensor
+        batch["pair_padded"] = len({len(s) for s in xs + ys}) > 1
         if self.concat:
             batch["concat_tokens"] = pad([np.concatenate(p) for p in zip(xs, ys)])
             batch["concat_target"] = pad([np.concatenate(p) for p in zip(xt, yt)])
             batch["concat_masked"] = int(batch["concat_target"].ne(self.pad).sum())
+            batch["concat_padded"] = len({len(x) + len(y) for x, y in zip(xs, ys)}) > 1
             batch["first_lengths"] = torch.LongTensor([len(x) for x in xs])
         if any("links" in s for s in samples):
             batch["links"] = self._collate_links(samples, batch["pair_tokens"].size(1))

@@ -16,7 +16,8 @@ from torch import Tensor
 MASKED_COUNT = """``masked_count``: the number of True in ``masked``, known on the host (the
 collater's ``pair_masked`` / ``concat_masked``): the LM head gathers those rows without
 waiting for the device; None: fairseq's head indexes by the mask, which waits for it (the
-size of its result is on the device)."""
+size of its result is on the device). ``padded``: False when the host knows ``tokens``
+holds no pad (the collater's ``pair_padded`` / ``concat_padded``): no attention mask."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class PlugOut:
     pointer: Optional[Pointer] = None
     exchange: Optional[Exchange] = None
     masked_count: Optional[int] = None
+    padded: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class TwoStream:
     need_s: bool = True
     features: bool = False
     masked_count: Optional[int] = None
+    padded: bool = True
 
 
 @dataclass(frozen=True)

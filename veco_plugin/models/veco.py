@@ -164,7 +164,9 @@ class VecoModel(RobertaModel):
         if request.first_lengths is not None:
             positions = reset_positions(tokens, request.first_lengths, encoder.padding_idx)
         keep = tuple(request.layers) + ((pointer.layer,) if pointer else ())
-        last, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=keep)
+        last, kept = encoder.forward_stream(
+            tokens, positions=positions, keep_layers=keep, padded=request.padded
+        )
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
         last = last.transpose(0, 1)  # (B, T, C)
         logits = None
@@ -225,15 +227,19 @@ class VecoModel(RobertaModel):
         need_h_grad = request.need_h or request.features or not stop_gradient
         # Without H outputs and with the stop-gradient, nothing back-propagates into H.
         with torch.set_grad_enabled(torch.is_grad_enabled() and need_h_grad):
-            h, _ = encoder.forward_stream(tokens)  # (T, 2B, C)
+            h, _ = encoder.forward_stream(tokens, padded=request.padded)  # (T, 2B, C)
         h_logits = s_logits = s = None
         if request.need_h and masked is not None:
             h_logits = self._logits(h.transpose(0, 1), masked, request.masked_count)
         if request.need_s or request.features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
-            memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
-            s, _ = encoder.forward_stream(tokens, memory, memory_padding_mask)
+            memory_padding_mask = None
+            if request.padded:
+                memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
+            s, _ = encoder.forward_stream(
+                tokens, memory, memory_padding_mask, padded=request.padded
+            )
             if request.need_s and masked is not None:
                 s_logits = self._logits(s.transpose(0, 1), masked, request.masked_count)
         features = request.features

@@ -30,9 +30,12 @@ class VecoTransformerEncoder(TransformerEncoder):
         memory_padding_mask: Optional[Tensor] = None,
         positions: Optional[Tensor] = None,
         keep_layers: Sequence[int] = (),
+        padded: bool = True,
     ) -> Tuple[Tensor, Dict[int, Tensor]]:
         """:func:`run_stream` of this encoder, through every layer."""
-        return run_stream(self, tokens, memory, memory_padding_mask, positions, keep_layers)
+        return run_stream(
+            self, tokens, memory, memory_padding_mask, positions, keep_layers, padded=padded
+        )
 
     def cross_attention_parameters(self):
         for layer in self.layers:
@@ -71,6 +74,7 @@ def run_stream(
     positions: Optional[Tensor] = None,
     keep_layers: Sequence[int] = (),
     depth: Optional[int] = None,
+    padded: bool = True,
 ) -> Tuple[Tensor, Dict[int, Tensor]]:
     """Run one stream of ``encoder`` over ``tokens`` (B, T): the one layer loop of the
     plugin (training's two streams, and the tools' features of any layer).
@@ -87,7 +91,9 @@ def run_stream(
         ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer, normalized
         as the returned state is).
     """
-    padding_mask = tokens.eq(encoder.padding_idx)  # always passed: no host sync on .any()
+    # ``padded`` False: the host knows ``tokens`` holds no pad (the collater's lengths), so
+    # no mask, and SDPA may take its fastest kernel; a device-side ``.any()`` would sync
+    padding_mask = tokens.eq(encoder.padding_idx) if padded else None
     x = embed(encoder, tokens, positions).transpose(0, 1)
     kept = {0: x} if 0 in keep_layers else {}
     layers = encoder.layers if depth is None else encoder.layers[:depth]

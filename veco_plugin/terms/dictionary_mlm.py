@@ -252,7 +252,10 @@ class DictionaryMlmTerm(VecoTerm):
                     tokens, target, self.table, self.cfg.dict_mlm_prob, self.pad, self._generator()
                 )
             requests["mono_dict"] = PlugOut(
-                tokens, target.ne(self.pad), masked_count=batch.get("pair_masked")
+                tokens,
+                target.ne(self.pad),
+                masked_count=batch.get("pair_masked"),
+                padded=batch.get("pair_padded", True),
             )
 
     def add(self, kind, batch, outputs, terms):

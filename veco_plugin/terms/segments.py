@@ -54,10 +54,14 @@ class SegmentTerms(VecoTerm):
                 need_h=mlm,
                 need_s=True,
                 masked_count=batch.get("pair_masked"),
+                padded=batch.get("pair_padded", True),
             )
         elif mlm:
             requests[f"{kind}_mlm"] = PlugOut(
-                batch["pair_tokens"], masked, masked_count=batch.get("pair_masked")
+                batch["pair_tokens"],
+                masked,
+                masked_count=batch.get("pair_masked"),
+                padded=batch.get("pair_padded", True),
             )
 
     def add(self, kind, batch, outputs, terms):

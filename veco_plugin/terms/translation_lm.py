@@ -36,6 +36,7 @@ def concat_request(
         request = PlugOut(
             batch["concat_tokens"],
             first_lengths=batch["first_lengths"] if reset_positions else None,
+            padded=batch.get("concat_padded", True),
         )
     assert isinstance(request, PlugOut)
     request = replace(request, **parts)
