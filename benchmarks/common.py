@@ -39,9 +39,10 @@ def write_json(path: str, result: Dict[str, Any]) -> None:
         json.dump(result, f, indent=1, sort_keys=True)
 
 
-def soak_parser(description: str, stops: int, earliest: float, latest: float, out: str):
-    """A Ctrl-C soak's flags: ``--stops``, ``--seed``, ``--earliest``/``--latest`` (seconds
-    after a run's start, the uniform range of each stop's delay) and ``--out``."""
+def soak_args(description: str, stops: int, earliest: float, latest: float, out: str):
+    """A Ctrl-C soak's flags, parsed and checked: ``--stops``, ``--seed``,
+    ``--earliest``/``--latest`` (seconds after a run's start, the uniform range of each
+    stop's delay) and ``--out`` (a folder)."""
     import argparse
 
     p = argparse.ArgumentParser(description=description)
@@ -50,7 +51,12 @@ def soak_parser(description: str, stops: int, earliest: float, latest: float, ou
     p.add_argument("--earliest", type=float, default=earliest)
     p.add_argument("--latest", type=float, default=latest)
     p.add_argument("--out", default=out)
-    return p
+    a = p.parse_args()
+    if a.stops < 1 or not 0 <= a.earliest <= a.latest:  # NaN fails too
+        p.error("--stops must be >= 1 and 0 <= --earliest <= --latest")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        p.error(f"--out {a.out}: not a folder (the soak writes its runs there)")
+    return a
 
 
 def interrupted_after(argv: List[str], delay: float, stdout: Any, stderr: Any):

@@ -28,7 +28,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from common import interrupted_after, soak_parser, stop_row  # noqa: E402
+from common import interrupted_after, soak_args, stop_row  # noqa: E402
 
 from veco_plugin.checkpoints.atomic import is_complete  # noqa: E402
 from veco_plugin.checkpoints.trusted_load import load_trusted  # noqa: E402
@@ -73,7 +73,7 @@ def stop_once(args, save, delay, log):
 
 
 def main() -> int:
-    a = soak_parser(__doc__.split("\n")[0], 20, 2.0, 14.0, "/tmp/ctrl_c_soak").parse_args()
+    a = soak_args(__doc__.split("\n")[0], 20, 2.0, 14.0, "/tmp/ctrl_c_soak")
     os.makedirs(a.out, exist_ok=True)
     data, save = os.path.join(a.out, "data"), os.path.join(a.out, "ck")
     if not os.path.isfile(os.path.join(data, "dict.txt")):

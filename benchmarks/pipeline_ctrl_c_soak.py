@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 
-from common import interrupted_after, soak_parser, stop_row
+from common import interrupted_after, soak_args, stop_row
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -85,10 +85,7 @@ def stop_once(argv, delay: float, log: str):
 
 
 def main() -> int:
-    p = soak_parser(__doc__.split("\n")[0], 12, 0.3, 25.0, "/tmp/soak-xtreme")
-    a = p.parse_args()
-    if a.stops < 1 or not 0 <= a.earliest <= a.latest:
-        p.error("--stops must be >= 1 and 0 <= --earliest <= --latest")
+    a = soak_args(__doc__.split("\n")[0], 12, 0.3, 25.0, "/tmp/soak-xtreme")
     os.makedirs(a.out, exist_ok=True)
     argv = [os.path.join(BIN, "veco-xtreme"), *xtreme_args(a.out, toy_checkpoint(a.out))]
     rng = random.Random(a.seed)
