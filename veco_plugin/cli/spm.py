@@ -13,6 +13,11 @@
         the text half of scripts/prepare-pretraining-data.sh in one process (each
         process pays the plugin's import): check that every file is UTF-8 and each
         parallel pair line-aligned, train M if asked, encode, write the dictionary
+    veco-spm binarize --dict dict.txt --text T --destdir DATA [--mono L ...] \\
+                      [--bi S T ...] [--align-suffix align]
+        the binarizing half of the script in one process: what fairseq-preprocess
+        --srcdict writes from T/mono.spm.L, T/{train,valid}.spm.* into DATA/mono/L,
+        DATA/bi/S-T (:mod:`veco_plugin.prepare.binarize`)
 
 ``--prog NAME`` (before the subcommand) names the calling script in error lines. The
 functions: :mod:`veco_plugin.corpora.subwords`, :mod:`veco_plugin.corpora.text`.
@@ -63,6 +68,14 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--dict", help="write the fairseq dictionary of --model here if absent")
     p.add_argument("--encode", nargs="+", required=True, metavar="SRC DST")
+
+    b = sub.add_parser("binarize", help="encoded text -> fairseq-preprocess's binary files")
+    b.add_argument("--dict", required=True, help="the fairseq dict.txt of the pieces")
+    b.add_argument("--text", required=True, help="folder of {mono,train,valid}.spm.<lang>")
+    b.add_argument("--destdir", required=True, help="DATA: mono/<lang>, bi/<src>-<tgt> here")
+    b.add_argument("--mono", action="append", default=[], metavar="LANG")
+    b.add_argument("--bi", nargs=2, action="append", default=[], metavar=("SRC", "TGT"))
+    b.add_argument("--align-suffix", help="also binarize {train,valid}.spm.SUFFIX if there")
     return parser
 
 
@@ -149,11 +162,36 @@ def prepare(args: argparse.Namespace) -> None:
     _encode(args.model, args.encode, args.workers, args.dict)
 
 
+def binarize(args: argparse.Namespace) -> None:
+    from fairseq.data import Dictionary
+
+    from ..prepare import binarize as b
+
+    dictionary = Dictionary.load(text.input_file(args.dict, "--dict"))
+    split = {"train": "train.spm", "valid": "valid.spm"}  # the splits' text prefixes
+    for name in [f"{p}.{lang}" for lang in args.mono for p in ("mono.spm", "valid.spm")] + [
+        f"{p}.{lang}" for pair in args.bi for lang in pair for p in split.values()
+    ]:  # every input before any output
+        text.input_file(os.path.join(args.text, name), "--text")
+    for lang in args.mono:
+        print(f"== binarizing mono/{lang}", flush=True)
+        train, valid = (os.path.join(args.text, f"{p}.{lang}") for p in ("mono.spm", "valid.spm"))
+        dest = os.path.join(args.destdir, "mono", lang)
+        b.binarize_mono(dictionary, train, valid, dest)
+    prefixes = [(name, os.path.join(args.text, prefix)) for name, prefix in split.items()]
+    for src, tgt in args.bi:
+        print(f"== binarizing bi/{src}-{tgt}", flush=True)
+        dest = os.path.join(args.destdir, "bi", f"{src}-{tgt}")
+        b.binarize_bitext(dictionary, prefixes, (src, tgt), dest, args.align_suffix)
+
+
 def main(args: argparse.Namespace) -> None:
     if args.command == "train":
         train(args)
     elif args.command == "encode":
         _encode(args.model, args.files, args.workers, args.dict)
+    elif args.command == "binarize":
+        binarize(args)
     else:
         prepare(args)
 

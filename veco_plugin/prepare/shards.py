@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 from array import array
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 import numpy as np
 from fairseq.data import Dictionary, indexed_dataset
@@ -36,9 +36,10 @@ CHUNK = 5000  # segments encoded per call
 
 class VecoChunkBuilder(indexed_dataset.MMapIndexedDatasetBuilder):
     """fairseq's mmap dataset builder, fed many items at once (their ids back to back)
-    and keeping their sizes compactly (4 bytes each)."""
+    and keeping their sizes compactly (4 bytes each); ``vocab_size`` None: fairseq's
+    dtype for data without a vocabulary (word alignments)."""
 
-    def __init__(self, prefix: str, vocab_size: int):
+    def __init__(self, prefix: str, vocab_size: Optional[int]):
         dtype = indexed_dataset.best_fitting_int_dtype(vocab_size)
         super().__init__(indexed_dataset.data_file_path(prefix), dtype=dtype)
         self.prefix = prefix
