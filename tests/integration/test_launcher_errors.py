@@ -9,8 +9,8 @@ and torchrun's summary names the error (``TORCHELASTIC_ERROR_FILE``). Before, to
 excepthook buffered stderr around the plugin's hook, which ended the process inside that
 call: every rank exited 1 with nothing written.
 
-And the README's torchrun line as written, with fairseq's default ``--ddp-backend``
-(``pytorch_ddp``, which wrapped a CPU model with ``device_ids=[0]``), trains.
+(The README's torchrun line as written trains and resumes:
+tests/integration/test_sharded_pretraining.py.)
 """
 
 import os
@@ -102,12 +102,3 @@ def test_under_srun_the_error_is_one_line_once(case, shards, tmp_path):
     stderr = "".join(err for _, err in outputs)
     _assert_one_line(stderr, words)
     assert "Traceback" not in stderr, stderr[-4000:]
-
-
-def test_the_readme_torchrun_line_trains_with_the_default_ddp_backend(shards, tmp_path):
-    """No ``--ddp-backend``: fairseq's ``pytorch_ddp`` around the CPU model."""
-    args = shard_train_args(shards, str(tmp_path / "save"), 2, "--cpu")
-    proc = _torchrun(args, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "torchrun: rank 1 of 2" in proc.stdout + proc.stderr
-    assert os.path.isfile(tmp_path / "save" / "checkpoint_last.pt")

@@ -66,8 +66,9 @@ def test_epochs_cycle_through_the_shards(one_process, shards):
 
 def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process, shards, tmp_path):
     """torchrun's two processes are one 2-rank job (no --distributed-world-size): equal
-    ranks, the one-process trajectory; its checkpoint continues on 2 ranks and on 1
-    process (with --update-freq 2) with the next unread batches, into shard 1."""
+    ranks, the one-process trajectory; its checkpoint continues on 2 ranks (the README's
+    line: fairseq's default DDP wrapping) and on 1 process (with --update-freq 2) with the
+    next unread batches, into shard 1."""
     want = losses(one_process)
     save = tmp_path / "two"
     args = ["--cpu", "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp"]
@@ -83,9 +84,12 @@ def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process
 
     single = tmp_path / "single"
     shutil.copytree(save, single)
+    # the README's torchrun line as written: fairseq's default --ddp-backend (pytorch_ddp,
+    # which wrapped a CPU model with device_ids=[0]) and no --distributed-backend
     resumed_two = _torchrun(
-        os.path.join(BIN, "fairseq-train"), shard_train_args(shards, save, UPDATES, *args[1:])
+        os.path.join(BIN, "fairseq-train"), shard_train_args(shards, save, UPDATES, "--cpu")
     )
+    assert "torchrun: rank 1 of 2" in resumed_two
     assert f"{STOP} updates" in resumed_two
     assert_same_losses(losses(resumed_two), want, range(STOP + 1, UPDATES + 1))
     assert "epoch 2: train reads shard 1 of 2" in resumed_two
