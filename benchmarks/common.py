@@ -91,3 +91,27 @@ def stop_row(delay: float, took: float, status: int, said: str) -> Dict[str, Any
         "last": lines[-1] if lines else "",
         "traceback": "Traceback" in said,
     }
+
+
+COLUMNS = (  # (header, key, format); a missing value prints "-"
+    ("real tok/s", "real_tokens_per_s", "{:.0f}"),
+    ("s/update", "seconds_per_update", "{:.3f}"),
+    ("pad share", "pad_share", "{:.1%}"),
+    ("syncs/update", "syncs_per_update", "{}"),
+    ("ops/update", "ops_per_update", "{}"),
+    ("peak MiB", "peak_mem_mb", "{:.0f}"),
+    ("time/real token vs masked_lm", "time_per_real_token_vs_masked_lm", "{:.2f}"),
+    ("FLOPs/real token vs masked_lm", "flop_ratio_vs_masked_lm", "{:.2f}"),
+    ("model/counted FLOPs", "flop_counter_ratio", "{:.2f}"),
+    ("MFU", "mfu", "{:.1%}"),
+)
+
+
+def trainer_table(results: Dict[str, Dict]) -> str:
+    """``trainer_speed.py``'s rows as a markdown table (gpu.py prints it too)."""
+    lines = ["| row | " + " | ".join(c[0] for c in COLUMNS) + " |"]
+    lines.append("|---" * (len(COLUMNS) + 1) + "|")
+    for name, r in results.items():
+        cells = [fmt.format(r[key]) if r.get(key) is not None else "-" for _, key, fmt in COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

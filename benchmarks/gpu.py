@@ -13,6 +13,9 @@ Stages, in order, each a ``benchmarks/run.py`` (or pytest) process of its own:
                with --checkpoint-activations
   profile      veco_base, bf16: where the time of a masked_lm and a ca_mlm update goes
                (``step_profile.py``: the GPU's busy share, its work by kind of kernel)
+  trainer      veco_base, bf16: fairseq's own Trainer from fairseq-train command lines,
+               ca_mlm, tlm and the plugin's MLM beside fairseq's masked_lm on the same text
+               (``trainer_speed.py``: real tokens/s, pad share, syncs, operators, MFU)
   tests        the tests that need a GPU (``benchmarks/gpu_only.py`` selects them)
 
 Run only when named in ``--stages`` (issue 31, beyond the default call's budget):
@@ -52,7 +55,7 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from common import write_json  # noqa: E402
+from common import trainer_table, write_json  # noqa: E402
 
 
 def _warm_starts():
@@ -98,11 +101,13 @@ STAGES: Dict[str, List[str]] = {  # run.py flags on the GPU
         "ca_mlm",
         "--profile",
     ],
+    "trainer": ["--size", "veco_base", "--dtype", "bf16", "--max-tokens", "8192"]
+    + ["--positions", "256", "--updates", "20", "--warmup", "5"],
     "tests": [],  # pytest, not run.py
     "token_tasks": ["--size", "veco_base", "--dtype", "bf16", "--batch", "32", "--length", "128"]
     + ["--rounds", "10"],
 }
-SCRIPTS = {"token_tasks": "token_tasks_speed.py"}  # stages of another script than run.py
+SCRIPTS = {"token_tasks": "token_tasks_speed.py", "trainer": "trainer_speed.py"}  # not run.py
 OPT_IN = ("token_tasks",)  # run only when --stages names them
 # --dry-run: appended to every run.py stage (argparse: the last value wins)
 DRY = ["--device", "cpu", "--size", "veco_tiny", "--vocab", "1000", "--pairs", "2"]
@@ -110,6 +115,8 @@ DRY += ["--min-len", "8", "--max-len", "16", "--rounds", "1", "--dict-entries", 
 DRY += ["--search-length", "16", "--search-max-pairs", "3"]
 TOKEN_DRY = ["--device", "cpu", "--size", "veco_tiny", "--vocab", "1000", "--batch", "4"]
 TOKEN_DRY += ["--length", "16", "--rounds", "1"]  # token_tasks_speed.py's --dry-run flags
+TRAINER_DRY = ["--dtype", "fp32", "--layers", "1", "--dim", "32", "--ffn", "64", "--heads", "2"]
+TRAINER_DRY += ["--max-tokens", "600", "--positions", "48", "--updates", "1", "--warmup", "0"]
 GPU_TEST_HINT = "torch.cuda.is_available()"  # files holding GPU tests say this
 
 
@@ -174,7 +181,7 @@ def run_stage(name: str, a, seconds: float) -> Dict[str, Any]:
         cmd, shown = tests_command(scratch)
     else:
         script = SCRIPTS.get(name, "run.py")
-        dry = TOKEN_DRY if script == "token_tasks_speed.py" else DRY
+        dry = {"token_tasks_speed.py": TOKEN_DRY, "trainer_speed.py": TRAINER_DRY}.get(script, DRY)
         flags = STAGES[name] + (dry if a.dry_run else [])
         cmd = [sys.executable, os.path.join(HERE, script), *flags]
         cmd += ["--json", os.path.join(scratch, "result.json")]
@@ -315,6 +322,12 @@ def markdown(results: Dict[str, Any]) -> str:
         lines += ["", "Fine-tuning the token tasks beside fairseq's sentence_prediction:", ""]
         lines += token_table(tokens)
         commands.append(f"- token_tasks: `{stages['token_tasks']['command']}`")
+    trainer = stages.get("trainer", {}).get("result")
+    if trainer:
+        lines += ["", "Through fairseq's own Trainer, as fairseq-train runs (the tables above: "
+                  "run.py's private loop, torch's Adam under autocast):", ""]  # fmt: skip
+        lines += [trainer_table(trainer["rows"])]
+        commands.append(f"- trainer: `{stages['trainer']['command']}`")
     tests = stages.get("tests")
     if tests and "passed" in tests:
         lines += ["", f"GPU tests: {tests['passed']} passed, {tests['failed']} failed, "

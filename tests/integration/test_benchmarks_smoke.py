@@ -4,13 +4,12 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from tests.helpers import wmt_fixture
-from tests.helpers.runner import REPO, env
+from tests.helpers.runner import REPO, run
 from veco_plugin.objectives import OBJECTIVES
 
 KEYS = [
@@ -33,38 +32,20 @@ KEYS = [
 ]
 
 
+def python(script, *args, timeout=None):
+    """``python benchmarks/SCRIPT args`` forked from a warm interpreter (not 5-10 s of
+    imports each): its exit status and output."""
+    argv = [os.path.join(REPO, "benchmarks", script), *args]
+    return run(os.path.basename(sys.executable), argv, check=False, timeout=timeout)
+
+
 def test_benchmark_json(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "benchmarks", "run.py"),
-            "--json",
-            str(out),
-            "--layers",
-            "1",
-            "--dim",
-            "32",
-            "--ffn",
-            "64",
-            "--heads",
-            "2",
-            "--vocab",
-            "200",
-            "--pairs",
-            "4",
-            "--rounds",
-            "1",
-            "--max-len",
-            "24",
-            "--beam-sentences",
-            "4",
-        ],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=600,
-    )
+    proc = python(
+        "run.py", "--json", out, "--layers", "1", "--dim", "32", "--ffn", "64", "--heads", "2",
+        "--vocab", "200", "--pairs", "4", "--rounds", "1", "--max-len", "24",
+        "--beam-sentences", "4", timeout=600,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     for key in KEYS:
@@ -110,13 +91,7 @@ def test_init_sweep_smoke(tmp_path):
     # fmt: on
 
     def sweep():
-        return subprocess.run(
-            [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"), *map(str, args)],
-            capture_output=True,
-            text=True,
-            env=env(),
-            timeout=600,
-        )
+        return python("init_sweep.py", *args, timeout=600)
 
     proc = sweep()
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -139,11 +114,7 @@ def test_init_sweep_smoke(tmp_path):
 
 
 def test_init_sweep_bad_flag_is_one_line(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "benchmarks", "init_sweep.py"),
-         "--run-dir", str(tmp_path), "--pretrain-updates", "0"],
-        capture_output=True, text=True, env=env(),
-    )  # fmt: skip
+    proc = python("init_sweep.py", "--run-dir", tmp_path, "--pretrain-updates", "0")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
         "init_sweep.py: error: --pretrain-updates '0': give at least one budget > 0"
@@ -154,14 +125,7 @@ def test_token_tasks_speed_through_the_gpu_stage(tmp_path):
     """benchmarks/token_tasks_speed.py as gpu.py's opt-in ``token_tasks`` stage runs it
     (--dry-run: the CPU, veco_tiny, one round): every column timed on the same tokens, the
     ratio to sentence_prediction and issue 31's verdict in the JSON and the README table."""
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "benchmarks", "gpu.py"), "--dry-run"]
-        + ["--stages", "token_tasks", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=300,
-    )
+    proc = python("gpu.py", "--dry-run", "--stages", "token_tasks", "--out", tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (path,) = tmp_path.glob("cpu-*.json")
     stage = json.loads(path.read_text())["stages"]["token_tasks"]
@@ -183,3 +147,29 @@ def test_token_tasks_speed_through_the_gpu_stage(tmp_path):
     md = path.with_suffix(".md").read_text()
     assert "| veco_tagging | " in md.split("sentence_prediction:")[1]
     assert "time x masked_lm" not in md and "- token_tasks: `" in md
+
+
+def test_the_trainer_benchmark_trains_every_row_through_fairseqs_trainer(pretrain_data, tmp_path):
+    """benchmarks/trainer_speed.py: fairseq's Trainer from each row's command line, one
+    timed update a row on a 1-layer model (no timing asserted)."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import trainer_speed
+
+    out = tmp_path / "speed.json"
+    shape = ["--layers", "1", "--dim", "32", "--ffn", "64", "--heads", "2"]
+    rows = trainer_speed.main(
+        ["--data", pretrain_data, *shape, "--max-tokens", "600", "--positions", "48",
+         "--updates", "1", "--warmup", "1", "--json", str(out)]
+    )  # fmt: skip
+    assert list(rows) == list(trainer_speed.ROWS)
+    assert json.loads(out.read_text())["rows"].keys() == rows.keys()
+    for name, r in rows.items():
+        assert r["real_tokens_per_s"] > 0 and 0 <= r["pad_share"] < 1, (name, r)
+        assert r["ops_per_update"] > 100 and r["peak_mem_mb"] > 0, (name, r)
+        assert 0.5 < r["flop_counter_ratio"] < 1.5, (name, r)  # flops.py's model vs torch's
+        # the plugin's rows: its one batched transfer of the logged values and nothing else
+        ours = {site: n for site, n in r["sync_sites"].items() if site.startswith("veco_plugin/")}
+        assert sum(ours.values()) <= 1 and all("terms/scores.py" in s for s in ours), ours
+    # fairseq's masked_lm packs complete sentences into its rows; the plugin pads each one
+    assert rows["masked_lm"]["pad_share"] < rows["mlm"]["pad_share"]
+    assert rows["masked_lm"]["time_per_real_token_vs_masked_lm"] == 1.0

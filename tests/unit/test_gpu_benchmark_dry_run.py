@@ -1,5 +1,7 @@
-"""benchmarks/gpu.py --dry-run: every stage of the GPU command end to end on the CPU at
-veco_tiny size, the JSON and the README tables it writes; run.py's batch-size search."""
+"""benchmarks/gpu.py --dry-run: every run.py stage of the GPU command end to end on the CPU
+at veco_tiny size, the JSON and the README tables it writes; run.py's batch-size search.
+The trainer stage: its flags and its table here, trainer_speed.py's run in
+tests/integration/test_benchmarks_smoke.py (the dry run would make its DATA again)."""
 
 import importlib.util
 import json
@@ -36,7 +38,8 @@ def test_largest_fitting_doubles_then_bisects(limit, largest):
 def dry_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu")
     proc = subprocess.run(
-        [sys.executable, f"{BENCHMARKS}/gpu.py", "--dry-run", "--out", str(out)],
+        [sys.executable, f"{BENCHMARKS}/gpu.py", "--dry-run", "--out", str(out)]
+        + ["--stages", ",".join(STAGES)],
         capture_output=True,
         text=True,
         env=env(),
@@ -109,6 +112,31 @@ def test_previous_keeps_finished_stages(dry_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "stages none" in proc.stdout
     assert json.loads((tmp_path / path.name).read_text())["stages"] == result["stages"]
+
+
+def test_the_trainer_stage_parses_and_its_table_is_written(capsys):
+    gpu, speed = load("gpu"), load("trainer_speed")
+    assert "trainer" in gpu.parse_args(["--dry-run"]).stages  # a default stage
+    a = speed.parse_args(gpu.STAGES["trainer"] + gpu.TRAINER_DRY)
+    assert (a.dtype, a.layers, a.dim, a.updates, a.warmup) == ("fp32", 1, 32, 1, 0)
+    flags = gpu.STAGES["trainer"]
+    at = flags.index("--dtype")
+    real = speed.parse_args(flags[:at] + flags[at + 2 :])  # bf16 needs a GPU
+    assert (real.layers, real.dim, real.ffn, real.heads, real.positions) == (12, 768, 3072, 12, 256)
+    row = {"real_tokens_per_s": 1000.0, "pad_share": 0.125, "syncs_per_update": 2, "mfu": 0.5}
+    stage = {"command": "python benchmarks/trainer_speed.py", "result": {"rows": {"ca_mlm": row}}}
+    results = {
+        "environment": {k: "x" for k in ("device", "torch", "cuda", "fairseq")},
+        "date": "2026-11-29",
+        "dry_run": False,
+        "stages": {"trainer": stage},
+    }
+    md = gpu.markdown(results)
+    assert (
+        "Through fairseq's own Trainer" in md
+        and "- trainer: `python benchmarks/trainer_speed" in md
+    )
+    assert "| ca_mlm | 1000 | - | 12.5% | 2 | - | - | - | - | - | 50.0% |" in md
 
 
 @pytest.mark.parametrize("budget", ["-5", "0", "nan"])

@@ -12,10 +12,16 @@ On CPU, during one step (forward and backward) of each objective:
   gathered by the collater's counts (``pair_masked``, ``concat_masked``), which change
   no loss and no gradient.
 
+Logging: fairseq's Trainer reduces and rounds the logged metrics every update, so every
+logged value reaches the host every update; the criteria bring them in one transfer.
+Over a whole ``Trainer.train_step`` (fairseq's own syncs listed):
+``benchmarks/trainer_speed.py`` and tests/integration/test_benchmarks_smoke.py.
+
 With CUDA, the step also runs under ``torch.cuda.set_sync_debug_mode``: no
 synchronizing CUDA operation may be issued from a ``veco_plugin`` source line.
 """
 
+import math
 import os
 import sys
 import traceback
@@ -24,23 +30,19 @@ from collections import Counter
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.helpers.toy import build, diagonal_links, pair_batch, toy_dictionary
 from tests.helpers.word_list import table_criterion
 from veco_plugin.objectives import WORD_ALIGNMENTS, objective
 
+BENCHMARKS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+sys.path.insert(0, os.path.abspath(BENCHMARKS))
+from sync_count import HostWaits, innermost  # noqa: E402
+
 PLUGIN = os.path.join("veco_plugin", "")
 SYNCING = ("item", "cpu", "tolist", "numpy", "__bool__", "__int__", "__float__")
 CRITERIA = ("ca_mlm", "tlm", "dwa", "align_mlm", "weam", "dict_mlm", "dict_mlm:synonym_target")
 """criteria with their table settings; ``name:mode``: with ``--dict-mlm-mode mode``."""
-aten = torch.ops.aten
-DATA_DEPENDENT = (
-    aten.nonzero.default,
-    aten.masked_select.default,
-    aten._local_scalar_dense.default,
-    aten.is_nonzero.default,
-)
 
 
 def parts(name, tmp_path, device="cpu"):
@@ -109,37 +111,11 @@ def test_the_recorder_sees_plugin_calls():
     assert [k.rsplit(" ", 1)[1] for k in recorder.calls] == ["item"]
 
 
-class DataDependentOps(TorchDispatchMode):
-    """Counts ops whose output size (or value on the host) needs the device's result,
-    by the innermost ``veco_plugin``/fairseq source line that issued them."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        boolean_index = func is aten.index.Tensor and any(
-            i is not None and i.dtype == torch.bool for i in args[1]
-        )
-        if func in DATA_DEPENDENT or boolean_index:
-            frames = [
-                f
-                for f in traceback.extract_stack()
-                if PLUGIN in f.filename or "fairseq" in f.filename
-            ]
-            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-            self.calls[where] += 1
-        return func(*args, **(kwargs or {}))
-
-    def plugin_calls(self):
-        return {k: n for k, n in self.calls.items() if PLUGIN in k}
-
-
 def test_the_dispatch_guard_sees_boolean_indexing():
     from veco_plugin.modules.pair_layout import split_pair
 
     values = torch.arange(6).view(1, 6)
-    with DataDependentOps() as ops:
+    with HostWaits() as ops:
         split_pair(values, torch.tensor([3]), 3)  # gather: no data-dependent size
         values[values > 2]
     assert list(ops.calls.values()) == [1] and not ops.plugin_calls()
@@ -149,7 +125,7 @@ def test_the_dispatch_guard_sees_boolean_indexing():
 def test_no_data_dependent_op_from_plugin_code(name, tmp_path):
     run = step(name, tmp_path)
     run()
-    with DataDependentOps() as ops:
+    with HostWaits() as ops:
         run()
     assert not ops.calls, dict(ops.calls)  # fairseq's LM head's neither: it gets the rows
 
@@ -185,12 +161,6 @@ def test_no_host_sync_in_the_plugin_step(name, tmp_path):
     with SyncRecorder() as recorder:
         run()
     assert not recorder.calls, dict(recorder.calls)
-
-
-def innermost(frames) -> str:
-    """The innermost ``veco_plugin``/fairseq line of a stack (``traceback`` frames)."""
-    ours = [f for f in frames if PLUGIN in f.filename or "fairseq" in f.filename]
-    return f"{ours[-1].filename}:{ours[-1].lineno}" if ours else "?"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -252,3 +222,32 @@ def test_a_batch_without_pad_runs_without_a_mask_and_computes_the_same(name, tmp
     assert len(grads) == len(grads_m)
     for a, b in zip(grads, grads_m):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["ca_mlm", "dwa", "align_mlm", "dict_mlm"])
+def test_the_logged_values_reach_the_host_in_one_transfer(name, tmp_path):
+    """fairseq's Trainer reduces and rounds the logged metrics every update, so each value
+    reaches the host every update: the criterion brings them all in one transfer (one wait
+    on a GPU; a ``.item()`` per key waited 27 times per ``ca_mlm`` update), the same
+    numbers as summing each key alone."""
+    from fairseq.logging import metrics
+
+    criterion, model, sample = parts(name, tmp_path)
+    logs = [criterion(model, sample)[2] for _ in range(2)]  # two workers' outputs
+    with SyncRecorder() as recorder, metrics.aggregate() as agg:
+        type(criterion).reduce_metrics(logs)
+    assert list(recorder.calls.values()) == [1], dict(recorder.calls)
+    assert next(iter(recorder.calls)).split(" ")[-1] == "tolist"
+    logged = agg.get_smoothed_values()
+
+    def total(key):
+        return sum(float(log.get(key, 0)) for log in logs)
+
+    want = {"loss": total("loss") / total("sample_size") / math.log(2)}
+    for key in (k[: -len("_loss")] for k in logs[0] if k.endswith("_loss")):
+        if total(f"{key}_n"):
+            want[f"{key}_loss"] = total(f"{key}_loss") / total(f"{key}_n") / math.log(2)
+            want[f"{key}_acc"] = 100 * total(f"{key}_correct") / total(f"{key}_n")
+    assert len(want) > 3 and set(want) <= set(logged)
+    for key, value in want.items():  # fairseq rounds losses to 3 digits, accuracies to 2
+        assert logged[key] == pytest.approx(value, abs=6e-3), key

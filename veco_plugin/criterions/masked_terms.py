@@ -15,7 +15,7 @@ from ..errors import VecoUserError
 from ..models.requests import Request
 from ..terms import TERM_FAMILIES, VecoTerm, check_weight, kind_of
 from ..terms.base import inner_model
-from ..terms.scores import logged_total
+from ..terms.scores import logged_totals
 from ..terms.translation_lm import TlmSettings
 
 
@@ -236,16 +236,16 @@ class MaskedTermsCriterion(FairseqCriterion):
 
     @staticmethod
     def reduce_metrics(logging_outputs: List[Dict]) -> None:
+        totals = logged_totals(logging_outputs)  # the one host transfer of the step's logs
+
         def total(key):
-            return logged_total(logging_outputs, key)
+            return totals.get(key, 0)
 
         sample_size = total("sample_size")
         metrics.log_scalar(
             "loss", total("loss") / max(sample_size, 1) / math.log(2), sample_size, round=3
         )
-        names = sorted(
-            {k[: -len("_loss")] for log in logging_outputs for k in log if k.endswith("_loss")}
-        )
+        names = sorted(k[: -len("_loss")] for k in totals if k.endswith("_loss"))
         for name in names:
             n = total(f"{name}_n")
             if n > 0:
@@ -254,7 +254,7 @@ class MaskedTermsCriterion(FairseqCriterion):
                 )
                 metrics.log_scalar(f"{name}_acc", 100.0 * total(f"{name}_correct") / n, n, round=2)
         for family in TERM_FAMILIES:
-            family.reduce_metrics(logging_outputs)
+            family.reduce_metrics([totals])  # their sums, already on the host
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
