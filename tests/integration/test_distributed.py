@@ -1,10 +1,12 @@
 """Two CPU ranks (gloo, legacy_ddp, tcp:// init) == one process on the same global batch."""
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 
-from tests.helpers.runner import BIN, env, json_logs
+from tests.helpers.runner import BIN, WARM, env, json_logs, run
 from tests.helpers.shards import lockstep_args
 
 
@@ -18,54 +20,40 @@ def _args(data, save, *extra):
     return lockstep_args(data, save, 6, *extra)
 
 
-def test_two_ranks_match_one_process(pretrain_data, tmp_path):
-    single = subprocess.run(
-        [
-            os.path.join(BIN, "fairseq-train"),
-            *_args(pretrain_data, tmp_path / "one", "--update-freq", "2"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=300,
-    )
-    assert single.returncode == 0, single.stderr[-3000:]
+def _start(args):
+    """``fairseq-train args`` (stdout and stderr together), forked warm when it can be."""
+    argv = [os.path.join(BIN, "fairseq-train"), *map(str, args)]
+    proc = WARM.popen(argv, env(), merge_stderr=True)
+    if proc is None:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(),
+            start_new_session=True,
+        )  # fmt: skip
+    return proc
 
+
+def test_two_ranks_match_one_process(pretrain_data, tmp_path):
+    single = run("fairseq-train", _args(pretrain_data, tmp_path / "one", "--update-freq", "2"))
     port = _free_port()
     ranks = [
-        subprocess.Popen(
-            [
-                os.path.join(BIN, "fairseq-train"),
-                *_args(
-                    pretrain_data,
-                    tmp_path / "two",
-                    "--distributed-world-size",
-                    "2",
-                    "--distributed-rank",
-                    str(rank),
-                    "--distributed-backend",
-                    "gloo",
-                    "--ddp-backend",
-                    "legacy_ddp",
-                    "--distributed-init-method",
-                    f"tcp://127.0.0.1:{port}",
-                    "--distributed-no-spawn",
-                ),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env(),
+        _start(
+            _args(
+                pretrain_data, tmp_path / "two", "--distributed-world-size", "2",
+                "--distributed-rank", str(rank), "--distributed-backend", "gloo",
+                "--ddp-backend", "legacy_ddp", "--distributed-init-method",
+                f"tcp://127.0.0.1:{port}", "--distributed-no-spawn",
+            )  # fmt: skip
         )
         for rank in range(2)
     ]
     outputs = []
     for proc in ranks:
         try:
-            outputs.append(proc.communicate(timeout=300)[0])
+            outputs.append(proc.communicate(timeout=300)[0].decode(errors="replace"))
         except subprocess.TimeoutExpired:
             for p in ranks:
-                p.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
             raise AssertionError("2-rank fairseq-train hung")
         assert proc.returncode == 0, outputs[-1][-3000:]
 

@@ -20,8 +20,6 @@ updates (slow) is well above chance: valid 63.8, test_en 65.0, test_de 66.0, tes
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -93,11 +91,8 @@ def finetune(data, cold_start, save_dir, mode, updates=UPDATES, lr="1e-3"):
 
 def zero_shot(data, save_dir, name, tmp_path):
     out = tmp_path / f"{name}.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "veco_plugin.cli.sentence_prediction_eval", "--data", data,
-         "--checkpoint", f"{name}={save_dir}/checkpoint_last.pt", "--json", out],
-        check=True, capture_output=True, text=True, env=env(), cwd=REPO,
-    )  # fmt: skip
+    args = ["--data", data, "--checkpoint", f"{name}={save_dir}/checkpoint_last.pt", "--json", out]
+    proc = run("veco-sentence-eval", args, cwd=REPO)
     print(proc.stdout)
     with open(out) as f:
         return json.load(f), proc.stderr
