@@ -3,7 +3,7 @@
 import os
 import subprocess
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -56,6 +56,22 @@ def run(
         raise AssertionError(
             f"{script} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
         )
+    return proc
+
+
+def start(argv: List[str], cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None):
+    """``argv`` started with its stdout and stderr in one pipe (bytes), forked from a warm
+    interpreter where one can run it, else cold: a process with ``communicate(timeout)``,
+    ``returncode`` and a ``pid`` that leads its own process group (several such processes
+    run side by side: the ranks of a job)."""
+    environ = env() if environ is None else environ
+    argv = [str(a) for a in argv]
+    proc = WARM.popen(argv, environ, merge_stderr=True, cwd=cwd)
+    if proc is None:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environ, cwd=cwd,
+            start_new_session=True,
+        )  # fmt: skip
     return proc
 
 

@@ -6,7 +6,7 @@ import signal
 import socket
 import subprocess
 
-from tests.helpers.runner import BIN, WARM, env, json_logs, run
+from tests.helpers.runner import BIN, json_logs, run, start
 from tests.helpers.shards import lockstep_args
 
 
@@ -20,29 +20,17 @@ def _args(data, save, *extra):
     return lockstep_args(data, save, 6, *extra)
 
 
-def _start(args):
-    """``fairseq-train args`` (stdout and stderr together), forked warm when it can be."""
-    argv = [os.path.join(BIN, "fairseq-train"), *map(str, args)]
-    proc = WARM.popen(argv, env(), merge_stderr=True)
-    if proc is None:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(),
-            start_new_session=True,
-        )  # fmt: skip
-    return proc
-
-
 def test_two_ranks_match_one_process(pretrain_data, tmp_path):
     single = run("fairseq-train", _args(pretrain_data, tmp_path / "one", "--update-freq", "2"))
     port = _free_port()
     ranks = [
-        _start(
-            _args(
+        start(
+            [os.path.join(BIN, "fairseq-train"), *_args(
                 pretrain_data, tmp_path / "two", "--distributed-world-size", "2",
                 "--distributed-rank", str(rank), "--distributed-backend", "gloo",
                 "--ddp-backend", "legacy_ddp", "--distributed-init-method",
                 f"tcp://127.0.0.1:{port}", "--distributed-no-spawn",
-            )  # fmt: skip
+            )]  # fmt: skip
         )
         for rank in range(2)
     ]

@@ -5,18 +5,16 @@ all-reduce) the gradients are equal across ranks and equal to one process's
 gradient on the union of the pairs (fairseq's wrappers average over ranks; the
 criterion sums over tokens, so union = world_size x average)."""
 
-import os
 import socket
-import subprocess
 import sys
 
 import pytest
 import torch
 
+from tests.helpers.runner import REPO, env, start
 from tests.helpers.toy import toy_dictionary
 from veco_plugin.data.bilingual_dictionary import ResolvedDictionary, save_resolved
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORLD = 2
 
 
@@ -56,22 +54,12 @@ def ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddp")
     _word_list(out / "words.tsv")
     port = _free_port()
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    environ = env()  # one thread
     cases = [f"{backend}:{criterion}" for backend, criterion in CASES]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.ddp_worker"]
-            + [str(r), str(WORLD), str(port), str(out), *cases],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            cwd=REPO,
-        )
-        for r in range(-1, WORLD)
-    ]
+    argv = [sys.executable, "-m", "tests.helpers.ddp_worker", WORLD, port, out, *cases]
+    procs = [start(argv[:3] + [r] + argv[3:], cwd=REPO, environ=environ) for r in range(-1, WORLD)]
     for p in procs:
-        log = p.communicate(timeout=600)[0]
+        log = p.communicate(timeout=600)[0].decode(errors="replace")
         assert p.returncode == 0, log[-3000:]
     return out
 

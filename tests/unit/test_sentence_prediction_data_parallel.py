@@ -11,8 +11,6 @@ needs ``find_unused_parameters`` and crashes at the second update without it, so
 task refuses that setting up front, in one line naming the flag.
 """
 
-import os
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +18,7 @@ import torch
 from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
+from tests.helpers.runner import start
 from tests.helpers.sentence_ddp_worker import (
     BACKENDS,
     EXAMPLES_PER_RANK,
@@ -47,20 +46,10 @@ def ranks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sentence_ddp")
     port = _free_port()
     out = [tmp / f"rank{r}.pt" for r in range(WORLD)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.sentence_ddp_worker"]
-            + [str(r), str(WORLD), str(port), str(out[r])],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=dict(os.environ, OMP_NUM_THREADS="1"),
-            cwd=REPO,
-        )
-        for r in range(WORLD)
-    ]
+    argv = [sys.executable, "-m", "tests.helpers.sentence_ddp_worker"]
+    procs = [start([*argv, r, WORLD, port, out[r]], cwd=REPO) for r in range(WORLD)]
     for p in procs:
-        log = p.communicate(timeout=240)[0]
+        log = p.communicate(timeout=240)[0].decode(errors="replace")
         assert p.returncode == 0, log[-3000:]
     return [torch.load(path) for path in out]
 
