@@ -8,8 +8,9 @@ builds from it (the task, model, criterion, ``Trainer``, the epoch iterator of
 ``--updates`` updates after ``--warmup``: the optimizer, its ``--bf16`` wrapper,
 clip-norm, the Trainer's own logging and syncs included. The rows:
 
-* ``ca_mlm``, ``tlm``: the plugin's objectives on a ``veco_pretraining`` DATA (En, De,
-  En-De), ``--max-mono-positions`` = ``--max-bi-positions`` = ``--positions``;
+* ``ca_mlm`` (the criterion's default: VECO's CA-MLM + TLM), ``tlm``: the plugin's
+  objectives on a ``veco_pretraining`` DATA (En, De, En-De), ``--max-mono-positions`` =
+  ``--max-bi-positions`` = ``--positions``;
 * ``mlm``: the plugin's plain MLM (``veco_terms --terms mono_mlm=1``, En only);
 * ``masked_lm``: fairseq's ``--task masked_lm --criterion masked_lm --arch roberta`` with
   the same sizes on the same English text (``DATA/mono/en``, fairseq-preprocess's
@@ -243,7 +244,8 @@ def batch_flops(row: str, sample: Dict, m: "flops.ModelSize", pad: int) -> int:
         b = flops.SubBatch(tokens.size(0), tokens.size(1), masked, int(tokens.ne(pad).sum()))
         return flops.step_flops("masked_lm", m, {"mono": b})["total"]
     batch = {k: flops.sub_batch(v, pad) for k, v in sample.items() if isinstance(v, dict)}
-    objective = {"mlm": "masked_lm"}.get(row, row)
+    # the ca_mlm criterion's default is VECO's CA-MLM + TLM (flops.py's ca_mlm_tlm)
+    objective = {"mlm": "masked_lm", "ca_mlm": "ca_mlm_tlm"}.get(row, row)
     return flops.step_flops(objective, m, batch)["total"]
 
 

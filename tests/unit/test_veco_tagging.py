@@ -11,7 +11,7 @@ from fairseq.data import Dictionary
 from fairseq.logging import metrics
 
 from tests.helpers.toy import build, random_tokens, toy_dictionary
-from tests.unit.test_host_syncs import DataDependentOps, SyncRecorder
+from tests.unit.test_host_syncs import HostWaits, SyncRecorder
 from veco_plugin.criterions.veco_tagging import (
     CHUNKS,
     VecoTaggingCriterion,
@@ -190,7 +190,7 @@ def test_training_logs_no_f1_and_syncs_nothing():
         return log
 
     step()
-    with SyncRecorder() as recorder, DataDependentOps() as ops:
+    with SyncRecorder() as recorder, HostWaits() as ops:
         log = step()
     assert not recorder.calls and not ops.plugin_calls(), (recorder.calls, ops.plugin_calls())
     assert not set(CHUNKS) & set(log)
