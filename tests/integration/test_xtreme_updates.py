@@ -25,11 +25,7 @@ from veco_plugin.xtreme.stages import (
 from veco_plugin.xtreme.updates import count_updates, parse_train_args
 
 FIX = os.path.join(REPO, "tests/fixtures/udpos")
-FILES = Files(
-    (f"{FIX}/train-en.excerpt.tsv",),
-    (f"{FIX}/dev-en.excerpt.tsv",),
-    {"en": (f"{FIX}/dev-en.excerpt.tsv",)},
-)
+SENTENCES = 300  # of the excerpt's 1,000 training sentences: several batches an epoch each way
 RECIPE = RECIPES["udpos"]
 
 
@@ -43,14 +39,20 @@ def settings(batch_size=32, update_freq=1, gpus=0, flags=()):
 
 @pytest.fixture(scope="module")
 def row(pretrain_data, cold_start, tmp_path_factory):
-    """A random-weights row of the cold start's shape, and its prepared udpos DATA."""
+    """A random-weights row of the cold start's shape, and its prepared udpos DATA (the
+    first SENTENCES training sentences of the published excerpt)."""
     folder = tmp_path_factory.mktemp("pre")
     for name in ("dict.txt", "spm.model"):
         os.symlink(os.path.join(pretrain_data, name), folder / name)
     os.symlink(cold_start, folder / "model.pt")
     twin = random_twin(describe("cold", str(folder / "model.pt")))
     out = str(tmp_path_factory.mktemp("updates"))
-    command = prepare_command(RECIPE, twin, FILES, out, settings())
+    with open(f"{FIX}/train-en.excerpt.tsv", encoding="utf-8") as f:
+        head = "\n\n".join(f.read().split("\n\n")[:SENTENCES]) + "\n\n"
+    (folder / "train-en.tsv").write_text(head, encoding="utf-8")
+    dev = f"{FIX}/dev-en.excerpt.tsv"
+    files = Files((str(folder / "train-en.tsv"),), (dev,), {"en": (dev,)})
+    command = prepare_command(RECIPE, twin, files, out, settings())
     run(os.path.basename(sys.executable), command[1:])
     return twin, out
 
