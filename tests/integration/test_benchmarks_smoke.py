@@ -166,7 +166,8 @@ def test_the_trainer_benchmark_trains_every_row_through_fairseqs_trainer(pretrai
     for name, r in rows.items():
         assert r["real_tokens_per_s"] > 0 and 0 <= r["pad_share"] < 1, (name, r)
         assert r["ops_per_update"] > 100 and r["peak_mem_mb"] > 0, (name, r)
-        assert 0.5 < r["flop_counter_ratio"] < 1.5, (name, r)  # flops.py's model vs torch's
+        # flops.py's model of the update against torch's count of it
+        assert r["flop_counter_ratio"] == pytest.approx(1.0, abs=0.02), (name, r)
         # the plugin's rows: its one batched transfer of the logged values and nothing else
         ours = {site: n for site, n in r["sync_sites"].items() if site.startswith("veco_plugin/")}
         assert sum(ours.values()) <= 1 and all("terms/scores.py" in s for s in ours), ours
