@@ -99,3 +99,15 @@ def test_a_missing_input_is_named_before_any_output(text, capsys):
     line = refused(spm, _binarize(text), "veco-spm", capsys)
     assert line.endswith(f"--text {text}/text/valid.spm.de: no such file")
     assert not (text / "ours").exists()
+
+
+def test_a_destdir_that_is_a_file_and_an_empty_dict_are_one_line(text, capsys):
+    (text / "ours").write_text("a file")
+    line = refused(spm, _binarize(text), "veco-spm", capsys)
+    assert line.endswith(f"--destdir {text}/ours is a file, not a directory: give a directory "
+                         "(new or empty)")  # fmt: skip
+    (text / "ours").unlink()
+    (text / "dict.txt").write_text("")
+    line = refused(spm, _binarize(text), "veco-spm", capsys)
+    assert line.endswith(f"--dict {text}/dict.txt holds no piece: give the pieces' dict.txt")
+    assert not (text / "ours").exists()

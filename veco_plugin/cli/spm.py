@@ -30,7 +30,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..corpora import subwords, text
 from ..errors import VecoUserError
-from ..outputs import check_output_file
+from ..outputs import check_output_dir, check_output_file
 from .common import prog_from_argv, run_cli
 
 PROG = "veco-spm"
@@ -168,6 +168,9 @@ def binarize(args: argparse.Namespace) -> None:
     from ..prepare import binarize as b
 
     dictionary = Dictionary.load(text.input_file(args.dict, "--dict"))
+    if len(dictionary) == dictionary.nspecial:  # every piece would be <unk>
+        raise VecoUserError(f"--dict {args.dict} holds no piece: give the pieces' dict.txt")
+    check_output_dir(args.destdir, "--destdir")
     split = {"train": "train.spm", "valid": "valid.spm"}  # the splits' text prefixes
     for name in [f"{p}.{lang}" for lang in args.mono for p in ("mono.spm", "valid.spm")] + [
         f"{p}.{lang}" for pair in args.bi for lang in pair for p in split.values()
