@@ -39,26 +39,22 @@ def _lines(path: str) -> Iterable[str]:
         yield from f
 
 
-def binarize_pieces(path: str, prefix: str, dictionary: Dictionary) -> int:
-    """``path`` (space-joined pieces, a segment a line) -> ``prefix.{bin,idx}``; the
-    number of lines."""
+def binarize_pieces(path: str, prefix: str, dictionary: Dictionary) -> None:
+    """``path`` (space-joined pieces, a segment a line) -> ``prefix.{bin,idx}``."""
     builder = VecoChunkBuilder(prefix, len(dictionary))
     ids, unk, eos = dictionary.indices, dictionary.unk(), dictionary.eos()
-    count = 0
     for chunk in chunks(_lines(path), CHUNK):
         lines = [[ids.get(piece, unk) for piece in tokenize_line(line)] for line in chunk]
         for line in lines:
             line.append(eos)
         sizes = [len(line) for line in lines]
         builder.add_items(np.fromiter((i for line in lines for i in line), np.int64), sizes)
-        count += len(lines)
     builder.close()
-    return count
 
 
-def binarize_alignments(path: str, prefix: str) -> int:
+def binarize_alignments(path: str, prefix: str) -> None:
     """``path`` (Pharaoh ``i-j`` lines) -> ``prefix.{bin,idx}``, one flat
-    ``[i_0, j_0, i_1, j_1, ...]`` item a line; the number of lines."""
+    ``[i_0, j_0, i_1, j_1, ...]`` item a line."""
     builder = VecoChunkBuilder(prefix, None)  # fairseq binarizes alignments with no vocabulary
     count = 0
     for chunk in chunks(_lines(path), CHUNK):
@@ -75,7 +71,6 @@ def binarize_alignments(path: str, prefix: str) -> int:
         builder.add_items(flat, [len(item) for item in items])
         count += len(items)
     builder.close()
-    return count
 
 
 def _into(dest: str, write) -> None:
