@@ -106,6 +106,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     for flag in ("max_tokens", "positions", "updates", "layers", "dim", "ffn", "heads"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
+    if a.json and os.path.isdir(a.json):
+        p.error(f"--json {a.json} is a directory: name the file to write")
+    if a.data and not os.path.isdir(a.data):
+        p.error(f"--data {a.data}: no such directory (a veco_pretraining DATA)")
     if a.warmup < 0:
         p.error("--warmup must be >= 0")
     if a.dtype == "bf16" and not torch.cuda.is_available():

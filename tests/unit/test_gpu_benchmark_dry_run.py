@@ -150,3 +150,18 @@ def test_a_budget_of_no_seconds_is_one_line(budget, capsys):
         .err.splitlines()[-1]
         .endswith(f"--budget {float(budget)}: give the seconds the stages may take, above 0")
     )
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--json", "/"], "--json / is a directory: name the file to write"),
+        (["--data", __file__], f"--data {__file__}: no such directory (a veco_pretraining DATA)"),
+        (["--updates", "0"], "--updates must be >= 1"),
+    ],
+)
+def test_the_trainer_benchmark_refuses_bad_flags_in_one_line(flags, said, capsys):
+    """Before any work (it used to run every row, then fail writing --json)."""
+    with pytest.raises(SystemExit) as info:
+        load("trainer_speed").parse_args(flags)
+    assert info.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(said)
