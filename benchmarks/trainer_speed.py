@@ -12,6 +12,10 @@ clip-norm, the Trainer's own logging and syncs included. The rows:
   objectives on a ``veco_pretraining`` DATA (En, De, En-De), ``--max-mono-positions`` =
   ``--max-bi-positions`` = ``--positions``;
 * ``mlm``: the plugin's plain MLM (``veco_terms --terms mono_mlm=1``, En only);
+* on request (``--rows``), the other objectives with their objectives-table flags:
+  ``dwa``, ``align_mlm`` and ``dict_mlm`` (the En-De word list ``--word-list DIR``:
+  ``train.txt``, ``heldout.txt``, as ``veco-gettext-dictionary`` writes them), ``weam``
+  (a DATA with word alignments: ``prepare-pretraining-data.sh --align-with eflomal``);
 * ``masked_lm``: fairseq's ``--task masked_lm --criterion masked_lm --arch roberta`` with
   the same sizes on the same English text (``DATA/mono/en``, fairseq-preprocess's
   files), pinned to rows of the plugin's width: ``--sample-break-mode complete
@@ -24,8 +28,8 @@ Every row: ``--optimizer adam --clip-norm 1.0``, one ``--max-tokens``, dropout 0
 
 * ``real_tokens_per_s``: the non-pad tokens of the updates' samples (each sentence
   once) per second of wall time;
-* ``pad_share``: pad among the positions the model embeds (a forward hook on the
-  token embedding, counted on the device: every encoder pass embeds its rows);
+* ``pad_share``: pad among the positions the encoder's layers run (hooks on the
+  token embedding and the first layer, counted on the device);
 * ``syncs_per_update``: data-dependent operators (``.item()``'s
   ``_local_scalar_dense``, ``nonzero``, ``masked_select``, boolean-mask indexing) and
   copies from the device to the host (CUDA), each a host wait on CUDA, over one whole
@@ -48,6 +52,7 @@ Trainer): its figures are a private loop's, not these.
 
     python benchmarks/trainer_speed.py [--data DATA] [--size veco_base] [--max-tokens 4096]
         [--positions 128] [--updates 20 --warmup 5] [--rows ca_mlm,tlm,mlm,masked_lm]
+        [--word-list DIR]
         [--dtype fp32|bf16] [--json PATH]
 
 Without ``--data`` the DATA is made from the system's gettext catalogs (En-De) with
@@ -73,9 +78,16 @@ from run import SHAPE, SavedTensorPeak, resident_bytes  # noqa: E402
 from sync_count import HostWaits  # noqa: E402
 
 from veco_plugin.models.veco import ARCH_SIZES  # noqa: E402
+from veco_plugin.objectives import WORD_LIST, objective  # noqa: E402
 
 USER_DIR = os.path.join(REPO, "veco_plugin")
 ROWS = ("ca_mlm", "tlm", "mlm", "masked_lm")
+"""The default rows."""
+MORE_ROWS = ("dwa", "align_mlm", "weam", "dict_mlm")
+"""Rows on request: they need a word list or word alignments."""
+FLOP_MODEL = {"mlm": "masked_lm", "ca_mlm": "ca_mlm_tlm", "dict_mlm": "tlm"}
+"""flops.py's model of a row where its name differs: the ca_mlm criterion's default is
+VECO's CA-MLM + TLM; DICT-MLM's code-switched inputs cost what MLM's masked ones do."""
 CPU_SHAPE = tuple(SHAPE[k] for k in ("layers", "dim", "ffn", "heads"))
 
 
@@ -91,7 +103,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--positions", type=int, default=128, help="the plugin's row width")
     p.add_argument("--updates", type=int, default=20, help="timed updates per row")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates first")
-    p.add_argument("--rows", default=",".join(ROWS))
+    p.add_argument("--rows", default=",".join(ROWS),
+                   help=f"of {', '.join(ROWS + MORE_ROWS)} (default: %(default)s)")
+    p.add_argument("--word-list", help="align_mlm's and dict_mlm's En-De word lists "
+                   "(DIR/train.txt, DIR/heldout.txt: veco-gettext-dictionary's output)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args(argv)
@@ -100,9 +115,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         if getattr(a, key) is None:
             setattr(a, key, value)
     a.rows = a.rows.split(",")
-    unknown = sorted(set(a.rows) - set(ROWS))
+    unknown = sorted(set(a.rows) - set(ROWS + MORE_ROWS))
     if unknown:
-        p.error(f"--rows: {', '.join(unknown)} unknown; rows: {', '.join(ROWS)}")
+        p.error(f"--rows: {', '.join(unknown)} unknown; rows: {', '.join(ROWS + MORE_ROWS)}")
+    listed = [row for row in a.rows if row in MORE_ROWS and WORD_LIST in objective(row).needs]
+    if listed and not (a.word_list and os.path.isfile(os.path.join(a.word_list, "train.txt"))):
+        p.error(f"--rows {','.join(listed)} need --word-list DIR with train.txt and heldout.txt "
+                "(veco-gettext-dictionary --tgt-lang de --output DIR)")
+    if "weam" in a.rows and not a.data:
+        p.error("--rows weam needs --data: a DATA with word alignments "
+                "(scripts/prepare-pretraining-data.sh --align-with eflomal)")
     for flag in ("max_tokens", "positions", "updates", "layers", "dim", "ffn", "heads"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
@@ -167,6 +189,8 @@ def command(row: str, a: argparse.Namespace, data: str, save: str) -> List[str]:
         ["--mono-langs", "en"] if row == "mlm" else ["--mono-langs", "en,de", "--bi-pairs", "en-de"]
     )
     criterion = ["veco_terms", "--terms", "mono_mlm=1"] if row == "mlm" else [row]
+    if row in MORE_ROWS:
+        criterion += objective(row).train_args(word_list=a.word_list or "")
     return [
         data, "--user-dir", USER_DIR, "--task", "veco_pretraining", *langs, "--arch", "veco_base",
         *size_flags(a), "--criterion", *criterion, *positions, *common,
@@ -219,24 +243,35 @@ def real_tokens(sample: Dict) -> int:
 
 
 class EmbeddedPositions:
-    """Positions embedded, and pad among them, summed on the device (no host wait)."""
+    """Positions the encoder's layers run, and pad among them, summed on the device (no
+    host wait): the tokens of the last token-embedding call, counted when the first
+    layer starts (a stream embeds its rows, then runs them; a lookup that runs no layer,
+    ``align_mlm``'s word-list embeddings, is not a position)."""
 
     def __init__(self, model, pad: int):
         embeddings = [
             m for m in model.modules() if isinstance(m, torch.nn.Embedding) and m.padding_idx == pad
         ]
         self.embedding = embeddings[0]  # the token embedding: the first with the pad index
+        layer = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList))[0]
         self.pad = pad
         self.total = self.padded = 0
-        self.handle = self.embedding.register_forward_hook(self._count)
+        self.tokens = None
+        self.handles = [
+            self.embedding.register_forward_hook(self._embedded),
+            layer.register_forward_pre_hook(self._count),
+        ]
 
-    def _count(self, module, inputs, output):
-        tokens = inputs[0]
-        self.total += tokens.numel()
-        self.padded = self.padded + tokens.eq(self.pad).sum()
+    def _embedded(self, module, inputs, output):
+        self.tokens = inputs[0]
+
+    def _count(self, module, inputs):
+        self.total += self.tokens.numel()
+        self.padded = self.padded + self.tokens.eq(self.pad).sum()
 
     def share(self) -> float:
-        self.handle.remove()
+        for handle in self.handles:
+            handle.remove()
         return float(self.padded) / max(self.total, 1)
 
 
@@ -248,9 +283,7 @@ def batch_flops(row: str, sample: Dict, m: "flops.ModelSize", pad: int) -> int:
         b = flops.SubBatch(tokens.size(0), tokens.size(1), masked, int(tokens.ne(pad).sum()))
         return flops.step_flops("masked_lm", m, {"mono": b})["total"]
     batch = {k: flops.sub_batch(v, pad) for k, v in sample.items() if isinstance(v, dict)}
-    # the ca_mlm criterion's default is VECO's CA-MLM + TLM (flops.py's ca_mlm_tlm)
-    objective = {"mlm": "masked_lm", "ca_mlm": "ca_mlm_tlm"}.get(row, row)
-    return flops.step_flops(objective, m, batch)["total"]
+    return flops.step_flops(FLOP_MODEL.get(row, row), m, batch)["total"]
 
 
 def counted_flops(built: Built, samples) -> int:

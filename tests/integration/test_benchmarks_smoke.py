@@ -174,3 +174,26 @@ def test_the_trainer_benchmark_trains_every_row_through_fairseqs_trainer(pretrai
     # fairseq's masked_lm packs complete sentences into its rows; the plugin pads each one
     assert rows["masked_lm"]["pad_share"] < rows["mlm"]["pad_share"]
     assert rows["masked_lm"]["time_per_real_token_vs_masked_lm"] == 1.0
+
+
+def test_the_trainer_benchmark_counts_the_other_objectives_over_a_whole_update(
+    aligned_data, word_lists, tmp_path
+):
+    """dwa, align_mlm, weam and dict_mlm through fairseq's Trainer (``--rows``, a DATA
+    with word alignments, the En-De word list): nothing waits for the device from the
+    plugin's code but its one transfer of the logged values."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import trainer_speed
+
+    shape = ["--layers", "1", "--dim", "32", "--ffn", "64", "--heads", "2"]
+    rows = trainer_speed.main(
+        ["--data", aligned_data, "--word-list", str(word_lists), *shape, "--max-tokens", "600",
+         "--positions", "48", "--updates", "1", "--warmup", "1",
+         "--rows", ",".join(trainer_speed.MORE_ROWS)]
+    )  # fmt: skip
+    assert list(rows) == list(trainer_speed.MORE_ROWS)
+    for name, r in rows.items():
+        assert r["real_tokens_per_s"] > 0 and r["ops_per_update"] > 100, (name, r)
+        assert r["flop_counter_ratio"] == pytest.approx(1.0, abs=0.05), (name, r)
+        ours = {site: n for site, n in r["sync_sites"].items() if site.startswith("veco_plugin/")}
+        assert sum(ours.values()) <= 1 and all("terms/scores.py" in s for s in ours), ours
