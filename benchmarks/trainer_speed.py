@@ -103,10 +103,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--positions", type=int, default=128, help="the plugin's row width")
     p.add_argument("--updates", type=int, default=20, help="timed updates per row")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates first")
-    p.add_argument("--rows", default=",".join(ROWS),
-                   help=f"of {', '.join(ROWS + MORE_ROWS)} (default: %(default)s)")
-    p.add_argument("--word-list", help="align_mlm's and dict_mlm's En-De word lists "
-                   "(DIR/train.txt, DIR/heldout.txt: veco-gettext-dictionary's output)")
+    p.add_argument(
+        "--rows",
+        default=",".join(ROWS),
+        help=f"of {', '.join(ROWS + MORE_ROWS)} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--word-list",
+        help="align_mlm's and dict_mlm's En-De word lists "
+        "(DIR/train.txt, DIR/heldout.txt: veco-gettext-dictionary's output)",
+    )
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32")
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args(argv)
@@ -120,11 +126,15 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--rows: {', '.join(unknown)} unknown; rows: {', '.join(ROWS + MORE_ROWS)}")
     listed = [row for row in a.rows if row in MORE_ROWS and WORD_LIST in objective(row).needs]
     if listed and not (a.word_list and os.path.isfile(os.path.join(a.word_list, "train.txt"))):
-        p.error(f"--rows {','.join(listed)} need --word-list DIR with train.txt and heldout.txt "
-                "(veco-gettext-dictionary --tgt-lang de --output DIR)")
+        p.error(
+            f"--rows {','.join(listed)} need --word-list DIR with train.txt and heldout.txt "
+            "(veco-gettext-dictionary --tgt-lang de --output DIR)"
+        )
     if "weam" in a.rows and not a.data:
-        p.error("--rows weam needs --data: a DATA with word alignments "
-                "(scripts/prepare-pretraining-data.sh --align-with eflomal)")
+        p.error(
+            "--rows weam needs --data: a DATA with word alignments "
+            "(scripts/prepare-pretraining-data.sh --align-with eflomal)"
+        )
     for flag in ("max_tokens", "positions", "updates", "layers", "dim", "ffn", "heads"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
