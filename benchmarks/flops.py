@@ -66,10 +66,12 @@ class ModelSize:
 class SubBatch:
     """The shapes of one sub-batch (``mono`` or ``bi``) a step reads.
 
-    ``rows``/``width``: ``pair_tokens`` (2B, T), x rows then y rows; ``masked``: its
-    masked tokens; ``tokens``: its real tokens; ``concat_*``: ``concat_tokens`` (B, Tc)
-    and its masked tokens (the TLM input); ``exchanged``: WEAM's masked pieces with a
-    partner (0 without links)."""
+    ``rows``/``width``: ``pair_tokens`` (2B, T) one pair a row, x rows then y rows, or
+    (2R, T) packed; ``masked``: its masked tokens; ``tokens``: its real tokens;
+    ``concat_*``: ``concat_tokens`` (B or R, Tc) and its masked tokens (the TLM
+    input); ``exchanged``: WEAM's masked pieces with a partner (0 without links);
+    ``pairs``: B; ``side_width``: W, the longest side (XLM-Align's and WEAM's (B, W)
+    halves)."""
 
     rows: int
     width: int
@@ -78,6 +80,9 @@ class SubBatch:
     concat_width: int = 0
     concat_masked: int = 0
     exchanged: int = 0
+    pairs: int = 0
+    side_width: int = 0
+    concat_rows: int = 0
 
 
 def linear(n: int, d_in: int, d_out: int) -> int:
@@ -115,7 +120,7 @@ def _mlm(m: ModelSize, b: SubBatch) -> int:
 
 
 def _tlm(m: ModelSize, b: SubBatch) -> int:
-    return h_layers(m, b.rows // 2, b.concat_width) + lm_head(m, b.concat_masked)
+    return h_layers(m, b.concat_rows, b.concat_width) + lm_head(m, b.concat_masked)
 
 
 def step_flops(objective: str, m: ModelSize, batch: Mapping[str, SubBatch]) -> Dict[str, int]:
@@ -137,12 +142,13 @@ def step_flops(objective: str, m: ModelSize, batch: Mapping[str, SubBatch]) -> D
                 fwd += _tlm(m, b)
         else:  # the bilingual sub-batch of tlm, dwa, align_mlm, weam: TLM on x ‖ y
             fwd += _tlm(m, b)
-            pairs, width, c = b.rows // 2, b.width, m.dim
+            pairs, width, c = b.pairs, b.side_width, m.dim
             if objective == "dwa":
                 # self-labelling: the unmasked pair's forward (every layer: forward_stream
                 # keeps the labelling layer's states but runs the stack), Sinkhorn's
                 # similarities; then the pointer network (q/k of both halves, two products)
-                nograd += h_layers(m, pairs, b.concat_width) + pairs * width * width * 2 * c
+                nograd += h_layers(m, b.concat_rows, b.concat_width)
+                nograd += pairs * width * width * 2 * c
                 fwd += linear(2 * pairs * width, c, 2 * c) + attention(pairs, width, width, c)
             elif objective == "weam":
                 exchange = 2 * 2 * pairs * width * width * c  # A^T H, both sides
@@ -157,8 +163,9 @@ CA_MLM = ("ca_mlm", "ca_mlm_nostopgrad", "ca_mlm_tlm")
 
 
 def sub_batch(batch: Mapping, pad: int) -> SubBatch:
-    """The shapes of a collated sub-batch (``VecoPairDataset.collater``)."""
-    from veco_plugin.modules.pair_layout import split_pair
+    """The shapes of a collated sub-batch (``VecoPairDataset.collater``), padded or
+    packed."""
+    from veco_plugin.modules.pair_layout import Halves
 
     pair = batch["pair_tokens"]
     shape = dict(
@@ -166,15 +173,19 @@ def sub_batch(batch: Mapping, pad: int) -> SubBatch:
         width=pair.size(1),
         masked=int(batch["pair_target"].ne(pad).sum()),
         tokens=int(pair.ne(pad).sum()),
+        pairs=int(batch["nsentences"]),
     )
     if "concat_tokens" in batch:
+        halves = Halves.of(batch)
         shape.update(
+            concat_rows=batch["concat_tokens"].size(0),
             concat_width=batch["concat_tokens"].size(1),
             concat_masked=int(batch["concat_target"].ne(pad).sum()),
+            side_width=halves.width,
         )
     if "links" in batch:
-        links, first = batch["links"], batch["first_lengths"]
-        x, y = split_pair(batch["concat_target"].ne(pad), first, links.size(1))
+        links = batch["links"]
+        x, y = halves.mask(batch["concat_target"].ne(pad))
         shape["exchanged"] = int((x & links.any(2)).sum() + (y & links.any(1)).sum())
     return SubBatch(**shape)
 
@@ -199,7 +210,10 @@ def uniform_batch(pairs: int, length: int, mask_prob: float = 0.15) -> Dict[str,
     """Unpadded ``mono`` and ``bi`` sub-batches of ``pairs`` pairs of ``length`` tokens
     (WEAM: half the masked pieces have a partner)."""
     masked = round(2 * pairs * length * mask_prob)
-    b = SubBatch(2 * pairs, length, masked, 2 * pairs * length, 2 * length, masked, masked // 2)
+    b = SubBatch(
+        2 * pairs, length, masked, 2 * pairs * length, 2 * length, masked, masked // 2,
+        pairs=pairs, side_width=length, concat_rows=pairs,
+    )  # fmt: skip
     return {"mono": b, "bi": b}
 
 

@@ -2,13 +2,15 @@
 
 import logging
 import zlib
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
+from ..modules.pair_layout import Halves
 from .masking import MaskingScheme
+from .packing import packed_concatenations, packed_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +36,12 @@ class VecoPairDataset(FairseqDataset):
     (:class:`~veco_plugin.data.word_links.VecoWordLinks`): each item then carries its
     piece links and batches a ``links`` matrix (WEAM's A, eq. 5); links beyond a
     truncated side are dropped with a counted warning.
+    ``pack``: several pairs to a row (``veco_plugin.data.packing``), rows of
+    ``max_len`` positions; else one pair a row, padded.
     Token cost of a pair = the padded positions its batch holds: ``2 * max(|x|, |y|)``
     for the stacked pair, ``+ 2 * max(|x|, |y|)`` (a bound on ``|x| + |y|``) for the
-    concatenation, so a batch's padded tensors never exceed ``--max-tokens``.
+    concatenation, so a batch's padded tensors never exceed ``--max-tokens`` (packed
+    rows hold no more positions than those).
     """
 
     def __init__(
@@ -53,8 +58,10 @@ class VecoPairDataset(FairseqDataset):
         shuffle: bool = True,
         concat: bool = True,
         links=None,
+        pack: bool = False,
     ):
         super().__init__()
+        self.pack = pack
         self.first, self.second = first, second
         self.name, self.bos, self.max_len = name, bos, max_len
         self.scheme, self.seed, self.shuffle, self.concat = scheme, seed, shuffle, concat
@@ -173,13 +180,23 @@ class VecoPairDataset(FairseqDataset):
         * with ``concat``: ``concat_tokens``/``concat_target`` (B, Tx+Ty): ``x ‖ y``
           for TLM, ``concat_masked`` / ``concat_padded`` likewise, and ``first_lengths``
           (B,) = |x| per row;
-        * when the pairs have word alignments: ``links`` (B, W, W) bool, W =
-          ``pair_tokens.size(1)``: ``links[b, i, j]`` = position ``i`` of x_b (``<s>`` at
-          0, as in ``pair_tokens[b]`` and ``split_pair``'s x half) is linked to position
-          ``j`` of y_b; all False for a pair without alignments in a mixed batch.
+          and where each pair's sides lie in it: ``halves``, ``half_lengths``
+          (:class:`~veco_plugin.modules.pair_layout.Halves`, W = the longest side);
+        * when the pairs have word alignments: ``links`` (B, W, W) bool:
+          ``links[b, i, j]`` = position ``i`` of x_b (``<s>`` at 0, as in
+          ``pair_tokens[b]`` and the x half) is linked to position ``j`` of y_b; all
+          False for a pair without alignments in a mixed batch.
+
+        Packed (``pack``): ``pair_*`` (2R, T) and ``concat_*`` (R', T') hold several
+        pairs a row, with ``<layout>_segments`` and ``<layout>_positions`` (and
+        ``concat_reset_positions``, ``pair_first``: the x positions of the stacked
+        rows, where a pair may lie turned), no ``*_padded`` or ``first_lengths``
+        (:mod:`veco_plugin.data.packing`).
         """
         if not samples:
             return None
+        if self.pack:
+            return self._packed(samples)
 
         def pad(seqs):
             return data_utils.collate_tokens([torch.from_numpy(s) for s in seqs], self.pad)
@@ -193,6 +210,7 @@ class VecoPairDataset(FairseqDataset):
             "pair_tokens": pad(xs + ys),
             "pair_target": pad(xt + yt),
         }
+        width = batch["pair_tokens"].size(1)
         batch["pair_masked"] = int(batch["pair_target"].ne(self.pad).sum())  # a CPU tensor
         batch["pair_padded"] = len({len(s) for s in xs + ys}) > 1
         if self.concat:
@@ -201,8 +219,30 @@ class VecoPairDataset(FairseqDataset):
             batch["concat_masked"] = int(batch["concat_target"].ne(self.pad).sum())
             batch["concat_padded"] = len({len(x) + len(y) for x, y in zip(xs, ys)}) > 1
             batch["first_lengths"] = torch.LongTensor([len(x) for x in xs])
+            lengths = batch["concat_tokens"].ne(self.pad).sum(1)
+            halves = Halves.padded(
+                batch["first_lengths"], lengths, batch["concat_tokens"].size(1), width
+            )
+            batch["halves"], batch["half_lengths"] = halves.index, halves.lengths
         if any("links" in s for s in samples):
-            batch["links"] = self._collate_links(samples, batch["pair_tokens"].size(1))
+            batch["links"] = self._collate_links(samples, width)
+        return batch
+
+    def _packed(self, samples: List[Dict]) -> Dict:
+        """The collater's batch with several pairs a row."""
+        batch: Dict[str, Any] = {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "ntokens": int(sum(len(s["x"]) + len(s["y"]) for s in samples)),
+            **packed_pairs(samples, self.max_len, self.pad),
+        }
+        batch["pair_masked"] = int(batch["pair_target"].ne(self.pad).sum())
+        width = max(max(len(s["x"]), len(s["y"])) for s in samples)
+        if self.concat:
+            batch.update(packed_concatenations(samples, self.max_len, width, self.pad))
+            batch["concat_masked"] = int(batch["concat_target"].ne(self.pad).sum())
+        if any("links" in s for s in samples):
+            batch["links"] = self._collate_links(samples, width)
         return batch
 
     @staticmethod

@@ -13,6 +13,8 @@ from typing import Dict, Optional, Tuple, Union
 
 from torch import Tensor
 
+from ..modules.pair_layout import Halves
+
 MASKED_COUNT = """``masked_count``: the number of True in ``masked``, known on the host (the
 collater's ``pair_masked`` / ``concat_masked``): the LM head gathers those rows without
 waiting for the device; None: fairseq's head indexes by the mask, which waits for it (the
@@ -21,26 +23,44 @@ holds no pad (the collater's ``pair_padded`` / ``concat_padded``): no attention 
 
 
 @dataclass(frozen=True)
+class Packing:
+    """Packed rows (``veco_plugin.data.packing``): ``segments`` (N, T), each position's
+    segment (pad: 0; attention stays inside a segment), ``positions`` (N, T) fairseq's
+    positions, restarting at each segment. Stacked pairs (``TwoStream``): the x rows'
+    segments are numbered as their partner y rows'."""
+
+    segments: Tensor
+    positions: Tensor
+
+    @classmethod
+    def of(cls, batch: Dict, layout: str, positions: str = "positions") -> Optional["Packing"]:
+        """``batch``'s packing of ``layout`` (``pair``, ``concat``) and its
+        ``<layout>_<positions>``; None for a batch padded one pair a row."""
+        if f"{layout}_segments" not in batch:
+            return None
+        return cls(batch[f"{layout}_segments"], batch[f"{layout}_{positions}"])
+
+
+@dataclass(frozen=True)
 class Pointer:
-    """XLM-Align's pointer network (eqs. 11-13) on ``layer`` of a concatenated pair
-    ``x ‖ y`` whose x has ``first_lengths`` (B,) pieces; each side ``width`` wide."""
+    """XLM-Align's pointer network (eqs. 11-13) on ``layer`` of the concatenated pairs,
+    each pair's sides where ``halves`` says."""
 
     layer: int
-    first_lengths: Tensor
-    width: int
+    halves: Halves
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """WEAM's cross-lingual prediction (eqs. 5-8) from the last layer of a concatenated
-    pair: ``links`` (B, W, W) bool in the pair layout, read at ``select_x`` /
-    ``select_y`` (B, W) bool, the masked positions of each half (``split_mask``): as
-    many as the request's ``masked`` holds, whose logits give their count."""
+    """WEAM's cross-lingual prediction (eqs. 5-8) from the last layer of the
+    concatenated pairs (sides where ``halves`` says): ``links`` (B, W, W) bool in the
+    pair layout, read at ``select`` (2, B, W) bool, the masked positions of each half
+    (``Halves.mask``): as many as the request's ``masked`` holds, whose logits give
+    their count."""
 
     links: Tensor
-    first_lengths: Tensor
-    select_x: Tensor
-    select_y: Tensor
+    halves: Halves
+    select: Tensor
 
 
 @dataclass(frozen=True)
@@ -48,7 +68,8 @@ class PlugOut:
     """The H stream over ``tokens`` (B, T), the cross-attention plugged out.
 
     ``first_lengths`` (B,): positions restart at the second segment of a concatenated
-    pair (XLM's TLM); None: they run on (VECO). ``masked`` (B, T) bool: MLM logits at
+    pair (XLM's TLM); None: they run on (VECO). ``packing``: several sequences to a row
+    (its positions replace ``first_lengths``'). ``masked`` (B, T) bool: MLM logits at
     the masked positions; ``layers``: hidden states to keep (0 = embeddings, L = H^L);
     ``pointer`` / ``exchange``: heads on the same forward (``tokens`` a concatenated
     pair; they need ``VecoModel.build_extension``). ``masked_count``: see
@@ -62,17 +83,19 @@ class PlugOut:
     exchange: Optional[Exchange] = None
     masked_count: Optional[int] = None
     padded: bool = True
+    packing: Optional[Packing] = None
 
 
 @dataclass(frozen=True)
 class SelfLabel:
     """Layer ``layer`` of the H stream over ``tokens`` (B, T) without gradient and
     without dropout (XLM-Align's self-labelling, Algorithm 1 line 6);
-    ``first_lengths`` as :class:`PlugOut`."""
+    ``first_lengths`` and ``packing`` as :class:`PlugOut`."""
 
     tokens: Tensor
     layer: int
     first_lengths: Optional[Tensor] = None
+    packing: Optional[Packing] = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +106,8 @@ class TwoStream:
     ``masked`` (2B, T): H-stream logits (eqs. 10-11, with ``need_h``) and S-stream
     logits (eqs. 12-13, with ``need_s``); ``features``: H^L and S^L themselves;
     ``stop_gradient``: H^L is a constant in the S stream (paper §2.2);
-    ``masked_count``: see :data:`MASKED_COUNT`."""
+    ``masked_count``: see :data:`MASKED_COUNT`; ``packing``: several pairs to a row
+    pair (:class:`Packing`)."""
 
     tokens: Tensor
     masked: Optional[Tensor] = None
@@ -93,6 +117,7 @@ class TwoStream:
     features: bool = False
     masked_count: Optional[int] = None
     padded: bool = True
+    packing: Optional[Packing] = None
 
 
 @dataclass(frozen=True)

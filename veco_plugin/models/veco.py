@@ -24,13 +24,7 @@ from torch import Tensor
 
 from ..errors import VecoUserError
 from ..modules.language_embedding import TokenLanguageEmbedding
-from ..modules.pair_layout import (
-    reset_positions,
-    selected,
-    split_pair,
-    swap_halves,
-    word_positions,
-)
+from ..modules.pair_layout import reset_positions, selected, swap_halves
 from ..modules.pointer_network import VecoPointerNetwork
 from ..modules.veco_transformer_encoder import VecoTransformerEncoder
 from ..modules.word_exchange import VecoWordExchangeHead, exchange
@@ -157,15 +151,26 @@ class VecoModel(RobertaModel):
             return self.encoder.output_layer(features, masked)
         return self.encoder.lm_head(selected(features, masked, count))
 
+    def _positions(self, request) -> Optional[Tensor]:
+        """Explicit positions of a ``PlugOut`` / ``SelfLabel``: a packing's, or XLM's
+        restart at the second segment; None: fairseq's running positions."""
+        if request.packing is not None:
+            return request.packing.positions
+        if request.first_lengths is not None:
+            padding_idx = self.sentence_encoder.padding_idx
+            return reset_positions(request.tokens, request.first_lengths, padding_idx)
+        return None
+
     def _plug_out(self, request: PlugOut) -> PlugOutOutput:
         encoder = self.sentence_encoder
-        tokens, pointer = request.tokens, request.pointer
-        positions = None
-        if request.first_lengths is not None:
-            positions = reset_positions(tokens, request.first_lengths, encoder.padding_idx)
+        tokens, pointer, packing = request.tokens, request.pointer, request.packing
         keep = tuple(request.layers) + ((pointer.layer,) if pointer else ())
         last, kept = encoder.forward_stream(
-            tokens, positions=positions, keep_layers=keep, padded=request.padded
+            tokens,
+            positions=self._positions(request),
+            keep_layers=keep,
+            padded=request.padded,
+            segments=packing.segments if packing else None,
         )
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
         last = last.transpose(0, 1)  # (B, T, C)
@@ -189,10 +194,9 @@ class VecoModel(RobertaModel):
             raise ValueError("this veco model has no word-exchange head (build_extension)")
         if logits is None:
             raise ValueError("an Exchange request needs the masked positions' logits (masked)")
-        x, y = split_pair(last, request.first_lengths, request.links.size(1))  # (B, W, C)
+        x, y = request.halves.gather(last)  # (B, W, C) each
         read = torch.stack(exchange(x, y, request.links))  # eq. 5, (2, B, W, C)
-        select = torch.stack([request.select_x, request.select_y])  # (2, B, W)
-        features = self.exchange(selected(read, select, logits.size(0)))  # (M, C)
+        features = self.exchange(selected(read, request.select, logits.size(0)))  # (M, C)
         head = self.encoder.lm_head  # eq. 8: linear(.) . e_k with the tied embeddings
         return F.linear(head.layer_norm(features), head.weight) + head.bias
 
@@ -200,23 +204,24 @@ class VecoModel(RobertaModel):
         if self.pointer is None:
             raise ValueError("this veco model has no pointer network (build_extension)")
         d = self.encoder.dictionary
-        lengths, width = request.first_lengths, request.width
-        x_real, y_real = word_positions(tokens, lengths, width, d.pad(), d.bos(), d.eos())
-        x, y = split_pair(hidden, lengths, width)
+        x_real, y_real = request.halves.pieces(tokens, d.pad(), d.bos(), d.eos())
+        x, y = request.halves.gather(hidden)  # (B, W, C) each
         forward, backward = self.pointer(x, y, x_real, y_real)
         return PointerOutput(forward, backward, x_real, y_real)
 
     def _self_label(self, request: SelfLabel) -> SelfLabelOutput:
         encoder = self.sentence_encoder
-        tokens, layer = request.tokens, request.layer
-        positions = None
-        if request.first_lengths is not None:
-            positions = reset_positions(tokens, request.first_lengths, encoder.padding_idx)
+        tokens, layer, packing = request.tokens, request.layer, request.packing
         training = self.training
         self.train(False)
         try:
             with torch.no_grad():
-                _, kept = encoder.forward_stream(tokens, positions=positions, keep_layers=(layer,))
+                _, kept = encoder.forward_stream(
+                    tokens,
+                    positions=self._positions(request),
+                    keep_layers=(layer,),
+                    segments=packing.segments if packing else None,
+                )
         finally:
             self.train(training)
         return SelfLabelOutput(kept[layer].transpose(0, 1))
@@ -224,21 +229,34 @@ class VecoModel(RobertaModel):
     def _two_stream(self, request: TwoStream) -> TwoStreamOutput:
         encoder = self.sentence_encoder
         tokens, masked, stop_gradient = request.tokens, request.masked, request.stop_gradient
+        packing = request.packing
+        positions = packing.positions if packing else None
+        segments = packing.segments if packing else None
         need_h_grad = request.need_h or request.features or not stop_gradient
         # Without H outputs and with the stop-gradient, nothing back-propagates into H.
         with torch.set_grad_enabled(torch.is_grad_enabled() and need_h_grad):
-            h, _ = encoder.forward_stream(tokens, padded=request.padded)  # (T, 2B, C)
+            h, _ = encoder.forward_stream(
+                tokens, positions=positions, padded=request.padded, segments=segments
+            )  # (T, 2B, C)
         h_logits = s_logits = s = None
         if request.need_h and masked is not None:
             h_logits = self._logits(h.transpose(0, 1), masked, request.masked_count)
         if request.need_s or request.features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
-            memory_padding_mask = None
-            if request.padded:
+            memory_padding_mask = memory_segments = None
+            if segments is not None:  # each pair's segment has the same number in both rows
+                memory_segments = swap_halves(segments, dim=0)
+            elif request.padded:
                 memory_padding_mask = swap_halves(tokens.eq(encoder.padding_idx), dim=0)
             s, _ = encoder.forward_stream(
-                tokens, memory, memory_padding_mask, padded=request.padded
+                tokens,
+                memory,
+                memory_padding_mask,
+                positions=positions,
+                padded=request.padded,
+                segments=segments,
+                memory_segments=memory_segments,
             )
             if request.need_s and masked is not None:
                 s_logits = self._logits(s.transpose(0, 1), masked, request.masked_count)

@@ -4,12 +4,16 @@
   ``<s> w_1 .. w_k </s>``, right-padded; ``first_lengths`` (B,) = |x| per row.
   :func:`split_pair` cuts it into two aligned halves (B, W, ...), :func:`word_positions`
   marks their word pieces, :func:`reset_positions` restarts positions at y (XLM).
+* **Packed** (``veco_plugin.data.packing``): several pairs to a row, each a segment;
+  :class:`Halves` finds each pair's two sides in a concatenated layout, padded or
+  packed.
 * **Stacked** (VECO's two streams): x and y as separate rows of one batch (2B, T), rows
   ``:B`` the x, rows ``B:`` their y (:func:`stack_pair`); :func:`swap_halves` pairs each
   row with its partner's (S_x attends to H^L_y).
 """
 
-from typing import Tuple
+from dataclasses import dataclass
+from typing import Dict, Tuple
 
 import torch
 from torch import Tensor
@@ -45,27 +49,9 @@ def word_positions(
     Returns:
         (B, W) bool masks of the ``x`` and ``y`` halves (see ``split_pair``).
     """
-    piece = tokens.ne(pad) & tokens.ne(bos) & tokens.ne(eos)
-    return split_mask(piece, first_lengths, tokens.ne(pad).sum(1), width)
-
-
-def split_mask(
-    mask: Tensor, first_lengths: Tensor, lengths: Tensor, width: int
-) -> Tuple[Tensor, Tensor]:
-    """The two halves of a mask over a concatenated pair, each position of ``x ‖ y``
-    in exactly one half (so the halves hold as many True as ``mask``).
-
-    Args:
-        mask: (B, T) bool over the concatenation ``x ‖ y``
-        first_lengths: (B,) ``|x|``; lengths: (B,) ``|x| + |y|``
-    Returns:
-        (B, W) bool: ``mask`` at x's first ``|x|`` positions and at y's first ``|y|``
-        (see ``split_pair``), False past them.
-    """
-    x_half, y_half = split_pair(mask, first_lengths, width)
-    steps = torch.arange(width, device=mask.device).unsqueeze(0)
-    first = first_lengths.unsqueeze(1)
-    return x_half & (steps < first), y_half & (steps < lengths.unsqueeze(1) - first)
+    halves = Halves.padded(first_lengths, tokens.ne(pad).sum(1), tokens.size(1), width)
+    x, y = halves.pieces(tokens, pad, bos, eos)
+    return x, y
 
 
 def selected(values: Tensor, select: Tensor, count: int) -> Tensor:
@@ -113,3 +99,57 @@ def swap_halves(x: Tensor, dim: int) -> Tensor:
     """[a; b] -> [b; a] along ``dim`` (whose size is even)."""
     first, second = x.chunk(2, dim=dim)
     return torch.cat([second, first], dim=dim)
+
+
+@dataclass(frozen=True)
+class Halves:
+    """Where the sides of each of B pairs lie in a concatenated layout (R, T), padded
+    (one pair a row) or packed (several: ``veco_plugin.data.packing``).
+
+    ``index`` (2, B, W) long: ``index[0, b, j]`` the flat position ``row * T + column``
+    of x_b's j-th token, ``index[1, b, j]`` y_b's, for j < |side|; past a side's end
+    some position of the same row (callers mask by :meth:`real`). ``lengths`` (2, B):
+    |x_b|, |y_b|. W is at least every side's length (the stacked-pair width)."""
+
+    index: Tensor
+    lengths: Tensor
+
+    @classmethod
+    def of(cls, batch: Dict) -> "Halves":
+        """A collated bilingual batch's (``halves``, ``half_lengths``)."""
+        return cls(batch["halves"], batch["half_lengths"])
+
+    @classmethod
+    def padded(cls, first_lengths: Tensor, lengths: Tensor, total: int, width: int) -> "Halves":
+        """One pair a row, ``x ‖ y`` right-padded to ``total``: |x| = ``first_lengths``
+        (B,), |x| + |y| = ``lengths`` (B,); the halves of :func:`split_pair`."""
+        steps = torch.arange(width, device=first_lengths.device)
+        rows = torch.arange(first_lengths.size(0), device=first_lengths.device).unsqueeze(1)
+        x = rows * total + steps.clamp(max=total - 1)
+        y = rows * total + (first_lengths.unsqueeze(1) + steps).clamp(max=total - 1)
+        return cls(torch.stack([x, y]), torch.stack([first_lengths, lengths - first_lengths]))
+
+    @property
+    def width(self) -> int:
+        return self.index.size(2)
+
+    def gather(self, values: Tensor) -> Tensor:
+        """``values`` (R, T, ...) laid out as the concatenation -> (2, B, W, ...): the x
+        halves, then the y halves."""
+        return values.flatten(0, 1)[self.index]
+
+    def real(self) -> Tensor:
+        """(2, B, W) bool: position j lies within its side."""
+        steps = torch.arange(self.width, device=self.index.device)
+        return steps < self.lengths.unsqueeze(-1)
+
+    def mask(self, mask: Tensor) -> Tensor:
+        """A bool (R, T) mask over the concatenation, as (2, B, W) halves: each position
+        of a pair in exactly one half, False past the sides (as many True as ``mask``
+        holds over the pairs)."""
+        return self.gather(mask) & self.real()
+
+    def pieces(self, tokens: Tensor, pad: int, bos: int, eos: int) -> Tensor:
+        """(2, B, W) bool: which positions of each half hold a word piece (not ``<s>``,
+        ``</s>``, pad) of the concatenation ``tokens`` (R, T)."""
+        return self.mask(tokens.ne(pad) & tokens.ne(bos) & tokens.ne(eos))

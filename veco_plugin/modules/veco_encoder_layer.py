@@ -65,16 +65,19 @@ class VecoEncoderLayer(VecoSdpaEncoderLayer):
         attn_mask: Optional[Tensor] = None,
         memory: Optional[Tensor] = None,
         memory_padding_mask: Optional[Tensor] = None,
+        memory_mask: Optional[Tensor] = None,
     ) -> Tensor:
         """One layer of either stream.
 
         Args:
             x: H^{l-1} or S^{l-1}, ``(T, B, C)``
             encoder_padding_mask: ``(B, T)``, True at padding (or None)
-            attn_mask: self-attention mask (plug-out only, as fairseq's layer)
+            attn_mask: self-attention mask, additive or 1 where masked (as fairseq's
+                layer); plug-in: additive, e.g. ``(B, 1, T, T)`` (packed segments)
             memory: H^L of the paired sequence, ``(S, B, C)``: plugs the
                 cross-attention in (eqs. 6-9); None: plug-out (eqs. 2-5)
             memory_padding_mask: ``(B, S)``, True at padding (or None)
+            memory_mask: additive cross-attention mask ``(B, 1, T, S)`` (or None)
         Returns:
             H^l or S^l, ``(T, B, C)``
         """
@@ -84,7 +87,12 @@ class VecoEncoderLayer(VecoSdpaEncoderLayer):
             x,
             self.self_attn_layer_norm,
             lambda q: self.self_attn(
-                query=q, key=q, value=q, key_padding_mask=encoder_padding_mask, need_weights=False
+                query=q,
+                key=q,
+                value=q,
+                key_padding_mask=encoder_padding_mask,
+                attn_mask=attn_mask,
+                need_weights=False,
             )[0],
         )
         x = self._residual_block(
@@ -95,6 +103,7 @@ class VecoEncoderLayer(VecoSdpaEncoderLayer):
                 key=memory,
                 value=memory,
                 key_padding_mask=memory_padding_mask,
+                attn_mask=memory_mask,
                 static_kv=True,
                 need_weights=False,
             )[0],

@@ -7,6 +7,7 @@ from fairseq.models.transformer import TransformerConfig, TransformerEncoder
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor
 
+from .segments import segment_mask
 from .veco_encoder_layer import VecoEncoderLayer
 
 
@@ -31,10 +32,20 @@ class VecoTransformerEncoder(TransformerEncoder):
         positions: Optional[Tensor] = None,
         keep_layers: Sequence[int] = (),
         padded: bool = True,
+        segments: Optional[Tensor] = None,
+        memory_segments: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Dict[int, Tensor]]:
         """:func:`run_stream` of this encoder, through every layer."""
         return run_stream(
-            self, tokens, memory, memory_padding_mask, positions, keep_layers, padded=padded
+            self,
+            tokens,
+            memory,
+            memory_padding_mask,
+            positions,
+            keep_layers,
+            padded=padded,
+            segments=segments,
+            memory_segments=memory_segments,
         )
 
     def cross_attention_parameters(self):
@@ -75,6 +86,8 @@ def run_stream(
     keep_layers: Sequence[int] = (),
     depth: Optional[int] = None,
     padded: bool = True,
+    segments: Optional[Tensor] = None,
+    memory_segments: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Dict[int, Tensor]]:
     """Run one stream of ``encoder`` over ``tokens`` (B, T): the one layer loop of the
     plugin (training's two streams, and the tools' features of any layer).
@@ -86,6 +99,10 @@ def run_stream(
     block (RoBERTa's ``inner_states[depth]``); without it every layer runs, then the
     encoder's final LayerNorm where it has one (pre-norm encoders).
 
+    ``segments`` (B, T): packed rows (``veco_plugin.data.packing``), attention inside
+    each segment (pad: 0), in place of the padding mask; ``memory_segments`` (B, S):
+    the memory's, each S-stream query attending to its own segment of the memory.
+
     Returns:
         the last state ``(T, B, C)`` and ``{l: (T, B, C)}`` for each ``l`` in
         ``keep_layers`` (0 = the embeddings, ``len(layers)`` = the last layer, normalized
@@ -93,19 +110,28 @@ def run_stream(
     """
     # ``padded`` False: the host knows ``tokens`` holds no pad (the collater's lengths), so
     # no mask, and SDPA may take its fastest kernel; a device-side ``.any()`` would sync
-    padding_mask = tokens.eq(encoder.padding_idx) if padded else None
+    padding_mask = tokens.eq(encoder.padding_idx) if padded and segments is None else None
     x = embed(encoder, tokens, positions).transpose(0, 1)
+    attn_mask = memory_mask = None
+    if segments is not None:
+        attn_mask = segment_mask(segments, segments, x.dtype)
+        if memory is not None:
+            assert memory_segments is not None, "packed rows attend to a packed memory"
+            memory_mask = segment_mask(segments, memory_segments, x.dtype)
+            memory_padding_mask = None
     kept = {0: x} if 0 in keep_layers else {}
     layers = encoder.layers if depth is None else encoder.layers[:depth]
     for i, layer in enumerate(layers, start=1):
         if memory is None:
-            x = layer(x, encoder_padding_mask=padding_mask)
+            x = layer(x, encoder_padding_mask=padding_mask, attn_mask=attn_mask)
         else:
             x = layer(
                 x,
                 encoder_padding_mask=padding_mask,
+                attn_mask=attn_mask,
                 memory=memory,
                 memory_padding_mask=memory_padding_mask,
+                memory_mask=memory_mask,
             )
         if i in keep_layers:
             kept[i] = x

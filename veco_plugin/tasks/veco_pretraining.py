@@ -76,6 +76,13 @@ class VecoPretrainingConfig(FairseqDataclass):
             "model with --language-embeddings; unlisted tokens and specials have none"
         },
     )
+    pad_pairs: bool = field(
+        default=False,
+        metadata={
+            "help": "one pair a row, padded to the batch's longest, for comparison (default: "
+            "several pairs packed to a row, attention inside each pair; the same losses)"
+        },
+    )
     cross_attention_only_updates: int = field(
         default=0, metadata={"help": "train only the cross-attention for the first N updates"}
     )
@@ -392,6 +399,7 @@ class VecoPretrainingTask(FairseqTask):
             seed=self.cfg.seed,
             shuffle=shuffle,
             concat=False,
+            pack=not self.cfg.pad_pairs,
         )
 
     def _bi(self, data: str, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
@@ -423,6 +431,7 @@ class VecoPretrainingTask(FairseqTask):
             scheme=self._scheme(self.cfg.bi_mask_prob),
             seed=self.cfg.seed,
             shuffle=shuffle,
+            pack=not self.cfg.pad_pairs,
         )
 
     def _mix(self, datasets: List[VecoPairDataset], train: bool, epoch: int):

@@ -55,7 +55,7 @@ from torch import Tensor
 
 from ..data.bilingual_dictionary import ResolvedDictionary, special_ids
 from ..errors import VecoUserError
-from ..models.requests import PlugOut
+from ..models.requests import Packing, PlugOut
 from .base import VecoTerm, check_range, inner_model
 from .dictionary_alignment import resolve_dictionary
 from .scores import logged_total, summed, targets_at, token_scores
@@ -256,6 +256,7 @@ class DictionaryMlmTerm(VecoTerm):
                 target.ne(self.pad),
                 masked_count=batch.get("pair_masked"),
                 padded=batch.get("pair_padded", True),
+                packing=Packing.of(batch, "pair"),
             )
 
     def add(self, kind, batch, outputs, terms):

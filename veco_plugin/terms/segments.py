@@ -7,7 +7,8 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ..errors import VecoUserError
-from ..models.requests import PlugOut, TwoStream
+from ..models.requests import Packing, PlugOut, TwoStream
+from ..modules.pair_layout import selected
 from .base import VecoTerm
 from .scores import masked_cross_entropy, summed, targets_at, token_scores
 
@@ -24,7 +25,8 @@ class CaSettings(FairseqDataclass):
 
 class SegmentTerms(VecoTerm):
     """With a ``<kind>_ca`` weight: one two-stream request per sub-batch (``pair_tokens``
-    (2B, T): rows :B the x̂, rows B: the paired ŷ) gives the H-stream terms
+    (2B, T): rows :B the x̂, rows B: the paired ŷ; packed, rows :R the x̂ of several
+    pairs, rows R: their ŷ) gives the H-stream terms
     ``<kind>_x_mlm``, ``<kind>_y_mlm`` (eqs. 10-11) and the S-stream terms
     ``<kind>_x_ca``, ``<kind>_y_ca``. Without: a plug-out request gives ``<kind>_mlm``
     (XLM's MLM), one term over both segments."""
@@ -55,6 +57,7 @@ class SegmentTerms(VecoTerm):
                 need_s=True,
                 masked_count=batch.get("pair_masked"),
                 padded=batch.get("pair_padded", True),
+                packing=Packing.of(batch, "pair"),
             )
         elif mlm:
             requests[f"{kind}_mlm"] = PlugOut(
@@ -62,6 +65,7 @@ class SegmentTerms(VecoTerm):
                 masked,
                 masked_count=batch.get("pair_masked"),
                 padded=batch.get("pair_padded", True),
+                packing=Packing.of(batch, "pair"),
             )
 
     def add(self, kind, batch, outputs, terms):
@@ -74,9 +78,12 @@ class SegmentTerms(VecoTerm):
         streams = outputs[f"{kind}_streams"]
         count = (streams.h_logits if streams.s_logits is None else streams.s_logits).size(0)
         masked, gold = targets_at(batch["pair_target"], self.pad, count)
-        # logits (M, V) follow the masked positions row by row: x's come first
-        n_x = masked[: masked.size(0) // 2].sum()
-        is_x = torch.arange(gold.numel(), device=gold.device) < n_x
+        # logits (M, V) follow the masked positions row by row
+        if "pair_first" in batch:  # packed: a pair may lie turned (data.packing)
+            is_x = selected(batch["pair_first"], masked, count)
+        else:  # one pair a row: x's rows come first
+            n_x = masked[: masked.size(0) // 2].sum()
+            is_x = torch.arange(gold.numel(), device=gold.device) < n_x
         for stream, logits in (("mlm", streams.h_logits), ("ca", streams.s_logits)):
             if logits is not None:
                 loss, correct = token_scores(logits, gold)

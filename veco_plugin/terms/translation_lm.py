@@ -9,7 +9,7 @@ from typing import Any, Dict
 from fairseq.dataclass import FairseqDataclass
 
 from ..errors import VecoUserError
-from ..models.requests import PlugOut, Request
+from ..models.requests import Packing, PlugOut, Request
 from .base import VecoTerm
 from .scores import masked_cross_entropy, targets_at
 
@@ -28,15 +28,18 @@ class TlmSettings(FairseqDataclass):
 def concat_request(
     requests: Dict[str, Request], batch: Dict, reset_positions: bool, **parts: Any
 ) -> PlugOut:
-    """The plug-out request ``bi_tlm`` over ``concat_tokens`` (B, Tx+Ty), created by the
-    first bilingual term that needs it; ``parts`` (``masked``, ``pointer``,
-    ``exchange``) are what the calling term adds to it."""
+    """The plug-out request ``bi_tlm`` over ``concat_tokens`` (B, Tx+Ty; packed: R
+    rows of several pairs), created by the first bilingual term that needs it;
+    ``parts`` (``masked``, ``pointer``, ``exchange``) are what the calling term adds
+    to it."""
     request = requests.get("bi_tlm")
     if request is None:
+        packing = Packing.of(batch, "concat", "reset_positions" if reset_positions else "positions")
         request = PlugOut(
             batch["concat_tokens"],
-            first_lengths=batch["first_lengths"] if reset_positions else None,
+            first_lengths=batch["first_lengths"] if reset_positions and not packing else None,
             padded=batch.get("concat_padded", True),
+            packing=packing,
         )
     assert isinstance(request, PlugOut)
     request = replace(request, **parts)

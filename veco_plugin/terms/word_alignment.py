@@ -25,7 +25,7 @@ from ..alignment import self_label
 from ..errors import VecoUserError
 from ..models.layer_spec import default_layer
 from ..models.requests import Pointer, SelfLabel
-from ..modules.pair_layout import split_pair
+from ..modules.pair_layout import Halves
 from .base import VecoTerm, check_range, inner_model
 from .scores import logged_total
 from .translation_lm import concat_request
@@ -124,13 +124,14 @@ class DenoisingAlignmentTerm(VecoTerm):
     def requests(self, kind, batch, requests):
         if kind != "bi":
             return
-        pointer = Pointer(self.layers["dwa"], batch["first_lengths"], batch["pair_tokens"].size(1))
+        pointer = Pointer(self.layers["dwa"], Halves.of(batch))
         concat = concat_request(requests, batch, self.cfg.tlm_reset_positions, pointer=pointer)
         tokens, target = batch["concat_tokens"], batch["concat_target"]
         requests["bi_label"] = SelfLabel(
             torch.where(target.ne(self.pad), target, tokens),
             self.layers["label"],
             first_lengths=concat.first_lengths,
+            packing=concat.packing,
         )
 
     def add(self, kind, batch, outputs, terms):
@@ -138,8 +139,8 @@ class DenoisingAlignmentTerm(VecoTerm):
             return
         pointer = outputs["bi_tlm"].pointer
         x_real, y_real = pointer.x_real, pointer.y_real  # (B, W)
-        first, width = batch["first_lengths"], x_real.size(1)
-        x_h, y_h = split_pair(outputs["bi_label"].hidden, first, width)  # (B, W, C)
+        halves = Halves.of(batch)
+        x_h, y_h = halves.gather(outputs["bi_label"].hidden)  # (B, W, C) each
         links = self_label(
             x_h,
             y_h,
@@ -150,7 +151,7 @@ class DenoisingAlignmentTerm(VecoTerm):
             filter_iterations=self.cfg.filter_iterations,
             alpha=self.cfg.filter_alpha,
         )  # (B, W, W): x piece i -- y piece j
-        x_masked, y_masked = split_pair(batch["concat_target"].ne(self.pad), first, width)
+        x_masked, y_masked = halves.mask(batch["concat_target"].ne(self.pad))
         x_masked, y_masked = x_masked & x_real, y_masked & y_real
         # eq. 14: queries are masked positions with a label; eq. 15: CE to each label
         forward = links & x_masked.unsqueeze(2)  # (B, W_x, W_y)
@@ -167,7 +168,7 @@ class DenoisingAlignmentTerm(VecoTerm):
                 "dwa_labelled": labelled,
                 "dwa_masked": x_masked.sum() + y_masked.sum(),
                 "dwa_links": links.sum(),
-                "dwa_pairs": first.numel(),
+                "dwa_pairs": halves.lengths.size(1),
             },
         }
 

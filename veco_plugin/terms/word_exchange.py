@@ -15,7 +15,7 @@ import torch
 
 from ..errors import VecoUserError
 from ..models.requests import Exchange
-from ..modules.pair_layout import selected, split_mask, split_pair
+from ..modules.pair_layout import Halves, selected
 from .base import VecoTerm
 from .scores import summed, token_scores
 from .translation_lm import concat_request
@@ -42,16 +42,15 @@ class WordExchangeTerm(VecoTerm):
         partner (2, B, W)."""
         if "links" not in batch:
             raise VecoUserError(MISSING_LINKS)
-        links, first = batch["links"], batch["first_lengths"]
-        lengths = batch["concat_tokens"].ne(self.pad).sum(1)
-        halves = split_mask(batch["concat_target"].ne(self.pad), first, lengths, links.size(1))
-        return torch.stack(halves), torch.stack([links.any(2), links.any(1)])
+        links = batch["links"]
+        masked = Halves.of(batch).mask(batch["concat_target"].ne(self.pad))
+        return masked, torch.stack([links.any(2), links.any(1)])
 
     def requests(self, kind, batch, requests):
         if kind != "bi":
             return
-        (select_x, select_y), _ = self._masked(batch)
-        parts = Exchange(batch["links"], batch["first_lengths"], select_x, select_y)
+        select, _ = self._masked(batch)
+        parts = Exchange(batch["links"], Halves.of(batch), select)
         masked, count = batch["concat_target"].ne(self.pad), batch.get("concat_masked")
         concat_request(
             requests, batch, self.cfg.tlm_reset_positions,
@@ -62,9 +61,9 @@ class WordExchangeTerm(VecoTerm):
         if kind != "bi":
             return
         masked, linked = self._masked(batch)
-        x_gold, y_gold = split_pair(batch["concat_target"], batch["first_lengths"], masked.size(2))
+        halves = Halves.of(batch).gather(batch["concat_target"])  # (2, B, W)
         logits = outputs["bi_tlm"].exchange_logits  # (M, V)
         count = logits.size(0)
-        gold = selected(torch.stack([x_gold, y_gold]), masked, count)  # (M,) x's rows first
+        gold = selected(halves, masked, count)  # (M,) x's rows first
         scores = token_scores(logits, gold)
         terms["bi_cp"] = dict(summed(*scores, selected(linked, masked, count)), key="bi_cp")
