@@ -173,3 +173,28 @@ def test_no_attention_crosses_a_pair():
     keep = ~first & concat.ne(d.pad())
     assert not torch.allclose(a[first], b[first])
     torch.testing.assert_close(b[keep], a[keep], rtol=0, atol=1e-6)
+
+
+def test_an_epoch_of_packed_batches_holds_the_padded_epochs_tokens():
+    """fairseq's batches of the whole data set (``batch_by_size`` on the dataset's
+    sizes and token costs), collated both ways: the same multiset of (token, target)
+    per batch, so per epoch, and never more positions packed than padded."""
+    d = toy_dictionary()
+    padded, packed = adjacent_pairs(d, False, lines=400), adjacent_pairs(d, True, lines=400)
+    order = padded.ordered_indices()
+    sampler = padded.batch_by_size(order, max_tokens=600)
+    assert len(sampler) > 5
+    for indices in sampler:
+        samples = [padded[i] for i in indices]
+        a, b = padded.collater(samples), packed.collater(samples)
+        for layout in ("pair", "concat"):
+            pairs_a = zip(
+                a[f"{layout}_tokens"].flatten().tolist(), a[f"{layout}_target"].flatten().tolist()
+            )
+            pairs_b = zip(
+                b[f"{layout}_tokens"].flatten().tolist(), b[f"{layout}_target"].flatten().tolist()
+            )
+            real_a = Counter(p for p in pairs_a if p[0] != d.pad())
+            assert Counter(p for p in pairs_b if p[0] != d.pad()) == real_a
+            assert b[f"{layout}_tokens"].numel() <= a[f"{layout}_tokens"].numel()
+        assert (a["pair_masked"], a["concat_masked"]) == (b["pair_masked"], b["concat_masked"])
