@@ -61,3 +61,29 @@ def test_state_round_trip():
 def test_fairseq_adam_only_settings_are_refused(flag):
     with pytest.raises(VecoUserError, match="use --optimizer adam"):
         trained(VecoAdamW, config(**{flag: True}))
+
+
+def test_one_flat_tensor_steps_as_the_tensors_it_holds():
+    """fairseq's --fp16 steps one flat fp32 copy of every weight (``supports_flat_params``);
+    AdamW is elementwise: 20 steps on the flat copy give the per-tensor weights."""
+    cfg = config(weight_decay=0.1, adam_eps=1e-6)
+    mine, _ = trained(VecoAdamW, cfg, steps=20)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
+    params = list(model.parameters())
+    flat = torch.nn.Parameter(torch.cat([p.detach().flatten() for p in params]))
+    optimizer = VecoAdamW(cfg, [flat])
+    assert optimizer.supports_flat_params
+    data = torch.randn(16, 8)
+    for _ in range(20):
+        model.zero_grad()
+        model(data).pow(2).mean().backward()
+        flat.grad = torch.cat([p.grad.flatten() for p in params])
+        optimizer.step()
+        with torch.no_grad():
+            for p, new in zip(params, flat.split([p.numel() for p in params])):
+                p.copy_(new.view_as(p))
+    for a, b in zip(mine.parameters(), params):
+        torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
+    with pytest.raises(VecoUserError, match="--fp16-no-flatten-grads"):
+        VecoAdamW(config(weight_decay=0.1, no_decay_bias_and_norm=True), [flat])

@@ -13,6 +13,13 @@ see its docstring) and bias correction; only where ``eps`` enters differs:
 
 ``--no-decay-bias-and-norm``: XTREME's two groups, biases and LayerNorm weights without
 weight decay (:mod:`.no_decay`).
+
+Flat parameters: fairseq's ``--fp16`` keeps one flat fp32 copy of all the weights and
+asks its optimizer for ``supports_flat_params`` (without it fairseq stops and asks for
+``--fp16-no-flatten-grads``). AdamW is elementwise, so one flat tensor steps as the
+tensors it holds would; the no-decay groups need the tensors apart, and
+``--no-decay-bias-and-norm`` over one flat tensor is refused in one line
+(:func:`.no_decay.decay_groups`).
 """
 
 from dataclasses import dataclass, field
@@ -57,6 +64,10 @@ class VecoAdamW(FairseqAdam):
         if cfg.no_decay_bias_and_norm:
             params = decay_groups(params, self.optimizer_config["weight_decay"])
         self._optimizer = torch.optim.AdamW(params, **self.optimizer_config, fused=True)
+
+    @property
+    def supports_flat_params(self) -> bool:
+        return True
 
 
 __all__ = ["VecoAdamW", "VecoAdamWConfig"]
