@@ -23,6 +23,7 @@ from omegaconf import OmegaConf, open_dict
 from torch import Tensor
 
 from ..errors import VecoUserError
+from ..modules.activations import activation
 from ..modules.language_embedding import TokenLanguageEmbedding
 from ..modules.pair_layout import reset_positions, selected, swap_halves
 from ..modules.pointer_network import VecoPointerNetwork
@@ -49,7 +50,8 @@ logger = logging.getLogger(__name__)
 
 
 class VecoEncoder(RobertaEncoder):
-    """RoBERTa encoder (embeddings, layers, tied LM head) built from VECO layers."""
+    """RoBERTa encoder (embeddings, layers, tied LM head) built from VECO layers; the
+    LM head's GELU without fairseq's fp32 detour (:mod:`..modules.activations`)."""
 
     def build_embedding(self, vocab_size, embedding_dim, padding_idx):
         count = safe_getattr(self.args, "language_embeddings", 0) or 0
@@ -61,6 +63,11 @@ class VecoEncoder(RobertaEncoder):
         encoder = VecoTransformerEncoder(args, dictionary, embed_tokens)
         encoder.apply(init_bert_params)
         return encoder
+
+    def build_lm_head(self, embed_dim, output_dim, activation_fn, weight):
+        head = super().build_lm_head(embed_dim, output_dim, activation_fn, weight)
+        head.activation_fn = activation(activation_fn)  # the GELU without the fp32 detour
+        return head
 
 
 @register_model("veco")

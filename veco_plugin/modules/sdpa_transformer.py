@@ -19,13 +19,19 @@ from fairseq.modules.transformer_layer import (
 )
 from torch import Tensor
 
+from .activations import activation
 from .sdpa_attention import VecoSdpaAttention
 
 NO_LAYER = -1  # an alignment_layer no decoder layer has: no attention weights
 
 
 class VecoSdpaEncoderLayer(TransformerEncoderLayerBase):
-    """fairseq's encoder layer whose self-attention runs in SDPA."""
+    """fairseq's encoder layer whose self-attention runs in SDPA, its GELU without the
+    fp32 detour (:mod:`.activations`)."""
+
+    def __init__(self, cfg, return_fc=False):
+        super().__init__(cfg, return_fc=return_fc)
+        self.activation_fn = activation(cfg.activation_fn)
 
     def build_self_attention(self, embed_dim, cfg):
         return VecoSdpaAttention(
@@ -42,11 +48,12 @@ class VecoSdpaEncoderLayer(TransformerEncoderLayerBase):
 class VecoSdpaDecoderLayer(TransformerDecoderLayerBase):
     """fairseq's decoder layer whose self- and encoder attention run in SDPA; it
     returns attention weights only when called with ``need_attn`` (or after
-    ``make_generation_fast_(need_attn=True)``)."""
+    ``make_generation_fast_(need_attn=True)``); its GELU without the fp32 detour."""
 
     def __init__(self, cfg, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
         super().__init__(cfg, no_encoder_attn, add_bias_kv, add_zero_attn)
         self.need_attn = False
+        self.activation_fn = activation(cfg.activation_fn)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
         return VecoSdpaAttention(
