@@ -2,8 +2,10 @@
 
 import pytest
 import torch
+from fairseq import utils as fairseq_utils
 from fairseq.optim import OPTIMIZER_REGISTRY
 from omegaconf import OmegaConf
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from veco_plugin.errors import VecoUserError
 from veco_plugin.optim.veco_adamw import VecoAdamW, VecoAdamWConfig
@@ -87,3 +89,38 @@ def test_one_flat_tensor_steps_as_the_tensors_it_holds():
         torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
     with pytest.raises(VecoUserError, match="--fp16-no-flatten-grads"):
         VecoAdamW(config(weight_decay=0.1, no_decay_bias_and_norm=True), [flat])
+
+
+class Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("max_norm", [0.0, 0.5, 1e6])
+def test_clip_grad_norm_is_fairseqs_in_a_few_foreach_operators(max_norm):
+    """The norm and the clipped gradients of fairseq's ``clip_grad_norm_`` (fp32, within
+    1e-6: the norms are summed in another order), in operators that do not grow with the
+    number of tensors."""
+    results = []
+    for clip in ("ours", "fairseq"):
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(n)) for n in range(1, 41)]
+        for p in params:
+            p.grad = torch.randn_like(p)
+        optimizer = VecoAdamW(config(), params)
+        with Ops() as ops:
+            if clip == "ours":
+                norm = optimizer.clip_grad_norm(max_norm)
+            else:
+                norm = fairseq_utils.clip_grad_norm_(params, max_norm)
+        results.append((norm, [p.grad for p in params], ops.count))
+    (ours, our_grads, our_ops), (theirs, their_grads, their_ops) = results
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=0)
+    for a, b in zip(our_grads, their_grads):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert our_ops <= 8 and their_ops >= 2 * len(params), (our_ops, their_ops)

@@ -69,5 +69,24 @@ class VecoAdamW(FairseqAdam):
     def supports_flat_params(self) -> bool:
         return True
 
+    def clip_grad_norm(self, max_norm, aggregate_norm_fn=None):
+        """fairseq's ``clip_grad_norm_`` with the norm in one foreach call: without apex,
+        fairseq's takes one norm kernel and one copy per parameter tensor (and warns on
+        CUDA every update). The same norm, the same clipping (``--clip-norm``; 0 only
+        measures); mixture-of-experts parameters (fairseq's ``expert`` mark, left out of
+        the norm) go to fairseq's."""
+        params = [p for p in self.params if getattr(p, "grad", None) is not None]
+        if not params or any(hasattr(p, "expert") for p in params):
+            return super().clip_grad_norm(max_norm, aggregate_norm_fn)
+        grads = [p.grad for p in params]
+        norms = torch._foreach_norm(grads, 2, dtype=torch.float32)
+        total_norm = torch.linalg.vector_norm(torch.stack(norms))
+        if aggregate_norm_fn is not None:
+            total_norm = aggregate_norm_fn(total_norm)
+        if max_norm > 0:
+            clip_coef = (float(max_norm) / (total_norm + 1e-6)).clamp_(max=1)
+            torch._foreach_mul_(grads, clip_coef)
+        return total_norm
+
 
 __all__ = ["VecoAdamW", "VecoAdamWConfig"]
