@@ -54,6 +54,33 @@ class VecoEncoderLayer(VecoSdpaEncoderLayer):
             x = layer_norm(x)
         return x
 
+    def _attention_block(
+        self,
+        x: Tensor,
+        layer_norm,
+        attention,
+        memory: Optional[Tensor],
+        padding_mask: Optional[Tensor],
+        mask: Optional[Tensor],
+        **options,
+    ) -> Tensor:
+        """:meth:`_residual_block` of ``attention`` from ``x`` to ``memory`` (None: to
+        ``x`` itself), keys masked by ``padding_mask`` (B, S) and ``mask`` (additive)."""
+
+        def attend(q: Tensor) -> Tensor:
+            kv = q if memory is None else memory
+            return attention(
+                query=q,
+                key=kv,
+                value=kv,
+                key_padding_mask=padding_mask,
+                attn_mask=mask,
+                need_weights=False,
+                **options,
+            )[0]
+
+        return self._residual_block(x, layer_norm, attend)
+
     def _feed_forward(self, x: Tensor) -> Tensor:
         x = self.activation_dropout_module(self.activation_fn(self.fc1(x)))
         return self.fc2(x)
@@ -83,30 +110,17 @@ class VecoEncoderLayer(VecoSdpaEncoderLayer):
         """
         if memory is None:
             return super().forward(x, encoder_padding_mask, attn_mask)
-        x = self._residual_block(
-            x,
-            self.self_attn_layer_norm,
-            lambda q: self.self_attn(
-                query=q,
-                key=q,
-                value=q,
-                key_padding_mask=encoder_padding_mask,
-                attn_mask=attn_mask,
-                need_weights=False,
-            )[0],
+        x = self._attention_block(
+            x, self.self_attn_layer_norm, self.self_attn, None, encoder_padding_mask, attn_mask
         )
-        x = self._residual_block(
+        x = self._attention_block(
             x,
             self.cross_attn_layer_norm,
-            lambda q: self.cross_attn(
-                query=q,
-                key=memory,
-                value=memory,
-                key_padding_mask=memory_padding_mask,
-                attn_mask=memory_mask,
-                static_kv=True,
-                need_weights=False,
-            )[0],
+            self.cross_attn,
+            memory,
+            memory_padding_mask,
+            memory_mask,
+            static_kv=True,
         )
         return self._residual_block(x, self.final_layer_norm, self._feed_forward)
 
