@@ -26,7 +26,7 @@ Item = Tuple[int, bool]
 """An item's index, and whether it was turned (its sizes swapped)."""
 
 
-def partition(totals: np.ndarray, rows: int, partners: int = 4) -> np.ndarray:
+def partition(totals: np.ndarray, rows: int, partners: int = 1) -> np.ndarray:
     """Items of sizes ``totals`` (N,) into ``rows`` rows of sums as even as greedy can
     make them: longest first, each to the emptiest row (the longest-processing-time
     rule of scheduling); then, while it lowers the fullest row and that row is above the
@@ -94,7 +94,7 @@ def turned_rows(sizes: np.ndarray, row_of: np.ndarray, rows: int) -> Tuple[List[
     return placed, width
 
 
-def packed_rows(sizes: np.ndarray, capacity: int, tries: int = 3) -> Tuple[List[List[Item]], int]:
+def packed_rows(sizes: np.ndarray, capacity: int, tries: int = 2) -> Tuple[List[List[Item]], int]:
     """Rows about ``capacity`` wide of items ``sizes``: (N, 1) concatenated pairs, or
     (N, 2) stacked pairs (which may lie turned: :func:`turned_rows`).
 
