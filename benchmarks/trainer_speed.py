@@ -129,8 +129,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--rows: {', '.join(unknown)} unknown; rows: {', '.join(ROWS + MORE_ROWS)}")
     listed = [row for row in a.rows if row in MORE_ROWS and WORD_LIST in objective(row).needs]
     if listed and not (a.word_list and os.path.isfile(os.path.join(a.word_list, "train.txt"))):
+        verb = "needs" if len(listed) == 1 else "need"
         p.error(
-            f"--rows {','.join(listed)} need --word-list DIR with train.txt and heldout.txt "
+            f"--rows {','.join(listed)} {verb} --word-list DIR with train.txt and heldout.txt "
             "(veco-gettext-dictionary --tgt-lang de --output DIR)"
         )
     if "weam" in a.rows and not a.data:
