@@ -48,11 +48,13 @@ def partition(totals: np.ndarray, rows: int, partners: int = 1) -> np.ndarray:
         mine = np.flatnonzero(row_of == full)
         best = None
         for other in np.argsort(sums, kind="stable")[:partners]:
+            if other == full:
+                continue
             theirs = np.flatnonzero(row_of == other)
             # what the full row gives away: item i for item j, or item i alone
             gains = totals[mine][:, None] - np.append(totals[theirs], 0)[None, :]
             useful = (gains > 0) & (gains < sums[full] - sums[other])
-            if other == full or not useful.any():
+            if not useful.any():
                 continue
             fullest = np.where(
                 useful, np.maximum(sums[full] - gains, sums[other] + gains), sums[full]
@@ -124,30 +126,30 @@ def packed_rows(sizes: np.ndarray, capacity: int, tries: int = 2) -> Tuple[List[
 
 class RowWriter:
     """Rows of width ``width`` filled left to right with segments: tokens, targets,
-    segment numbers and positions (fairseq's: the first of a segment is
-    ``pad + 1``)."""
+    segment numbers and positions (fairseq's: the first of a segment is ``pad + 1``),
+    both running on across a segment's parts (``positions``) and restarting at each part
+    (``part_positions``: XLM's TLM)."""
 
     def __init__(self, rows: int, width: int, pad: int):
         self.tokens = np.full((rows, width), pad, dtype=np.int64)
         self.target = np.full((rows, width), pad, dtype=np.int64)
         self.segments = np.zeros((rows, width), dtype=np.int64)
         self.positions = np.full((rows, width), pad, dtype=np.int64)
+        self.part_positions = np.full((rows, width), pad, dtype=np.int64)
         self.ends = np.zeros(rows, dtype=np.int64)
         self.pad = pad
 
-    def put(self, row: int, segment: int, parts: Sequence[Tuple[np.ndarray, np.ndarray]],
-            restart: bool = False) -> int:  # fmt: skip
+    def put(self, row: int, segment: int, parts: Sequence[Tuple[np.ndarray, np.ndarray]]) -> int:
         """Append one segment, the ``(tokens, target)`` parts one after the other, to
-        ``row``; ``restart``: positions restart at each part (XLM's TLM). Returns
-        the segment's first column."""
+        ``row``. Returns the segment's first column."""
         start = self.ends[row]
         column = start
         for tokens, target in parts:
             end = column + len(tokens)
             self.tokens[row, column:end] = tokens
             self.target[row, column:end] = target
-            first = column if restart else start
-            self.positions[row, column:end] = self.pad + 1 + np.arange(column - first, end - first)
+            self.positions[row, column:end] = self.pad + 1 + np.arange(column - start, end - start)
+            self.part_positions[row, column:end] = self.pad + 1 + np.arange(end - column)
             column = end
         self.segments[row, start:column] = segment
         self.ends[row] = column
@@ -208,20 +210,18 @@ def packed_concatenations(
     totals = lengths.sum(axis=1, keepdims=True)
     rows, row_width = packed_rows(totals, capacity)
     out = RowWriter(len(rows), row_width, pad)
-    reset = RowWriter(len(rows), row_width, pad)
     starts = np.zeros(len(samples), dtype=np.int64)
     for r, row in enumerate(rows):
         for segment, (i, _) in enumerate(row, start=1):
             s = samples[i]
             parts = [(s["x"], s["x_target"]), (s["y"], s["y_target"])]
             starts[i] = r * row_width + out.put(r, segment, parts)
-            reset.put(r, segment, parts, restart=True)
     steps = np.arange(width)
     last = starts[:, None] + totals - 1
     x = np.minimum(starts[:, None] + steps, last)
     y = np.minimum(starts[:, None] + lengths[:, :1] + steps, last)
     batch = out.tensors("concat")
-    batch["concat_reset_positions"] = torch.from_numpy(reset.positions)
+    batch["concat_reset_positions"] = torch.from_numpy(out.part_positions)
     batch["halves"] = torch.from_numpy(np.stack([x, y]))
     batch["half_lengths"] = torch.from_numpy(np.ascontiguousarray(lengths.T))
     return batch
