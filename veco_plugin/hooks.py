@@ -12,6 +12,8 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
 ``checkpoints.interrupts``          Ctrl-C: a save in progress finishes, DataLoader workers
                                     leave the stop to the main process, no ``.tmp`` left
 ``checkpoints.load_errors``         a checkpoint that cannot serve -> ``VecoUserError``
+``checkpoints.best_ties``           ``--best-on-ties earlier``: tied best checkpoints keep
+                                    the first (XTREME's rule)
 ``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
 ``train_flags``                     fairseq-train's start-up checks (the batch size)
 ``warning_filters``                 torch's warnings about fairseq's own calls, silenced
@@ -32,7 +34,7 @@ def install() -> None:
     before torch and fairseq are imported: a Ctrl-C while they load is one line too."""
     errors.install()
     from . import train_flags, warning_filters
-    from .checkpoints import atomic, interrupts, load_errors, trusted_load
+    from .checkpoints import atomic, best_ties, interrupts, load_errors, trusted_load
     from .data import binarized
     from .distributed import cpu_ddp, launch, save_dir_lock
 
@@ -40,6 +42,7 @@ def install() -> None:
     atomic.install()
     interrupts.install()
     load_errors.install()
+    best_ties.install()
     binarized.install()
     train_flags.install()
     warning_filters.install()

@@ -1,7 +1,7 @@
-"""veco_tagging's model and criterion: plug-out token logits == a stock fairseq RoBERTa
-with the same weights and head (its head read at every position), the loss is the
-cross-entropy of the tagged pieces alone, and a saved head comes back through RoBERTa's
-``upgrade_state_dict_named`` as a token head."""
+"""veco_tagging's model and criterion: plug-out token logits == one projection of a stock
+fairseq RoBERTa's features (XTREME's head: dropout, projection), the loss is the
+cross-entropy of the tagged pieces alone, and a saved head comes back as saved (today's,
+and the dense + tanh head of checkpoints before version 2)."""
 
 from types import SimpleNamespace
 
@@ -18,7 +18,11 @@ from veco_plugin.criterions.veco_tagging import (
     VecoTaggingCriterionConfig,
 )
 from veco_plugin.evaluation.tagging_scores import chunk_counts, chunk_f1
-from veco_plugin.models.veco_token_tagger import VecoTokenClassificationHead, VecoTokenTagger
+from veco_plugin.models.veco_token_tagger import (
+    VecoTokenClassificationHead,
+    VecoTokenHead,
+    VecoTokenTagger,
+)
 
 HEAD = "tagging"
 TAGS = 5
@@ -31,7 +35,9 @@ def tagger(d, seed: int = 1) -> VecoTokenTagger:
     return model.eval()
 
 
-def test_token_logits_equal_fairseq_robertas_head_at_every_position():
+def test_token_logits_are_one_projection_of_fairseq_robertas_features():
+    """XTREME's tagger (XLMRobertaForTokenClassification): the projection of H^L at every
+    position; H^L is a stock fairseq RoBERTa's with the same weights."""
     d = toy_dictionary()
     veco = tagger(d)
     roberta = build(
@@ -42,22 +48,41 @@ def test_token_logits_equal_fairseq_robertas_head_at_every_position():
         encoder_embed_dim=64,
         encoder_ffn_embed_dim=256,
         encoder_attention_heads=4,
-        pooler_dropout=0.0,
     ).eval()
-    roberta.register_classification_head(HEAD, num_classes=TAGS)
     roberta.load_state_dict(
-        {k: v for k, v in veco.state_dict().items() if ".cross_attn" not in k}, strict=True
+        {k: v for k, v in veco.state_dict().items() if k.startswith("encoder.")}
+        | {k: v for k, v in roberta.state_dict().items() if ".cross_attn" in k},
+        strict=False,
     )
     tokens = random_tokens(d, 4, 9, pad_tail=3)
+    head = veco.classification_heads[HEAD]
     with torch.no_grad():
         ours, _ = veco(tokens, features_only=True, classification_head_name=HEAD)
         features, _ = roberta(tokens, features_only=True)
-        head = roberta.classification_heads[HEAD]  # RoBERTa's head reads position 0
-        theirs = torch.stack([head(features[:, t:]) for t in range(tokens.size(1))], dim=1)
+        theirs = F.linear(features, head.out_proj.weight, head.out_proj.bias)
     assert ours.shape == (4, 9, TAGS)
-    # other code paths (fairseq's MultiheadAttention vs SDPA; the head on one position at a
-    # time vs all at once): equal within fp32 rounding, not bit for bit
+    # other code paths (fairseq's MultiheadAttention vs SDPA): equal within fp32 rounding
     torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_the_head_is_xtremes_dropout_and_projection():
+    """run_tag.py's XLMRobertaForTokenClassification: dropout at the encoder's rate, one
+    Linear (C -> tags) started N(0, 0.02) with a zero bias; --pooler-dropout sets the rate."""
+    d = toy_dictionary()
+    base = build("veco_tiny", d, seed=1, pooler_dropout=0.1)
+    model = VecoTokenTagger(base.args, base.encoder)
+    model.register_classification_head(HEAD, num_classes=TAGS)
+    head = model.classification_heads[HEAD]
+    assert isinstance(head, VecoTokenHead)
+    assert [(n, type(m).__name__) for n, m in head.named_children()] == [
+        ("dropout", "Dropout"),
+        ("out_proj", "Linear"),
+    ]
+    assert head.dropout.p == 0.1
+    assert (head.out_proj.in_features, head.out_proj.out_features) == (64, TAGS)
+    assert torch.equal(head.out_proj.bias, torch.zeros(TAGS))
+    assert 0.015 < head.out_proj.weight.std().item() < 0.025
+    assert int(head.version) == 2
 
 
 def test_loss_is_the_cross_entropy_of_the_tagged_pieces():
@@ -90,25 +115,44 @@ def test_loss_is_the_cross_entropy_of_the_tagged_pieces():
     )
 
 
+def _reloaded(trained: VecoTokenTagger, d) -> VecoTokenTagger:
+    """A fresh tagger of today's head that loads ``trained``'s state as fairseq does."""
+    fresh = tagger(d, seed=4)
+    state = trained.state_dict()
+    fresh.upgrade_state_dict_named(state, "")
+    fresh.load_state_dict(state, strict=True)
+    tokens = random_tokens(d, 2, 6)
+    with torch.no_grad():
+        a, _ = trained.eval()(tokens, features_only=True, classification_head_name=HEAD)
+        b, _ = fresh.eval()(tokens, features_only=True, classification_head_name=HEAD)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)  # the same weights and calls: exact
+    return fresh
+
+
 def test_a_saved_head_loads_back_as_a_token_head():
     d = toy_dictionary()
     trained = tagger(d, seed=3)
-    fresh = VecoTokenTagger(trained.args, build("veco_tiny", d, seed=4).encoder)
-    fresh.args.load_checkpoint_heads = True
-    state = trained.state_dict()
-    assert {k for k in state if k.startswith("classification_heads.")} == {
+    assert {k for k in trained.state_dict() if k.startswith("classification_heads.")} == {
+        f"classification_heads.{HEAD}.{key}"
+        for key in ("out_proj.weight", "out_proj.bias", "version")
+    }
+    assert isinstance(_reloaded(trained, d).classification_heads[HEAD], VecoTokenHead)
+
+
+def test_a_head_saved_before_version_2_loads_and_scores_as_saved():
+    """A checkpoint fine-tuned with the head of layout 1 (dense, tanh, projection at every
+    token; no version key) is read with that head, and gives the logits it gave."""
+    d = toy_dictionary()
+    trained = tagger(d, seed=3)
+    trained.register_layout_1_head(HEAD, TAGS, 64)
+    old = {k for k in trained.state_dict() if k.startswith("classification_heads.")}
+    assert old == {
         f"classification_heads.{HEAD}.{part}.{p}"
         for part in ("dense", "out_proj")
         for p in ("weight", "bias")
     }
-    fresh.upgrade_state_dict_named(state, "")
-    fresh.load_state_dict(state, strict=True)
-    assert isinstance(fresh.classification_heads[HEAD], VecoTokenClassificationHead)
-    tokens = random_tokens(d, 2, 6)
-    with torch.no_grad():
-        a, _ = trained(tokens, features_only=True, classification_head_name=HEAD)
-        b, _ = fresh.eval()(tokens, features_only=True, classification_head_name=HEAD)
-    torch.testing.assert_close(a, b, rtol=0, atol=0)  # the same weights and calls: exact
+    head = _reloaded(trained, d).classification_heads[HEAD]
+    assert isinstance(head, VecoTokenClassificationHead) and head.dense.in_features == 64
 
 
 BIO = ("B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER", "O")

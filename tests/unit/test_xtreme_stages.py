@@ -31,8 +31,8 @@ def _flag(command, name):
     [("udpos", "2e-05", "10", "128", "f1", "500"), ("panx", "2e-05", "10", "128", "f1", "1000"),
      ("xquad", "3e-05", "3", "384", None, None), ("mlqa", "3e-05", "3", "384", None, None),
      ("tydiqa", "3e-05", "3", "384", None, None),
-     ("xnli", "2e-05", "5", None, "accuracy", "100"),
-     ("pawsx", "2e-05", "5", None, "accuracy", "200")],
+     ("xnli", "2e-05", "5", "128", "x_accuracy", "100"),
+     ("pawsx", "2e-05", "5", "128", "x_accuracy", "200")],
 )  # fmt: skip
 def test_xtreme_recipes_are_the_defaults(task, lr, epochs, length, metric, every):
     recipe = RECIPES[task]
@@ -47,6 +47,13 @@ def test_xtreme_recipes_are_the_defaults(task, lr, epochs, length, metric, every
     assert _flag(command, "--restore-file") == "pre/model.pt"
     assert _flag(command, "--max-positions") == "512"
     assert "--cpu" in command
+    # XTREME's heads: dropout at the encoder's rate, none in QA's qa_outputs
+    head_dropout = "0.0" if recipe.test_format == "squad" else "0.1"
+    assert (
+        _flag(command, "--pooler-dropout") == head_dropout and _flag(command, "--dropout") == "0.1"
+    )
+    # new random batches each epoch (RandomSampler); tied best checkpoints keep the first
+    assert "--random-batches" in command and _flag(command, "--best-on-ties") == "earlier"
     if metric is None:  # QA: the model after the last epoch (train_qa.sh --save_steps -1)
         assert "--disable-validation" in command and "checkpoint_last.pt" in " ".join(test.command)
         assert "--no-last-checkpoints" not in command
@@ -58,10 +65,9 @@ def test_xtreme_recipes_are_the_defaults(task, lr, epochs, length, metric, every
         assert _flag(command, "--validate-interval") == _flag(command, "--save-interval")
         assert int(_flag(command, "--validate-interval")) > int(epochs)  # no epoch-end checks
         assert "checkpoint_best.pt" in " ".join(test.command)
-    if length:
-        assert _flag(prepare.command, "--max-length") == length
-    else:  # sentence pairs: cut at the model's positions; the tests binarized too
-        assert "--max-length" not in prepare.command
+    # the scripts' lengths: MAX_LENGTH=128 (tagging), MAXL=128 (pairs), 384 (QA)
+    assert _flag(prepare.command, "--max-length") == length
+    if recipe.test_format == "tsv":  # sentence pairs: the tests binarized too
         assert "test_de=de.tsv" in prepare.command and "--splits" in test.command
     if recipe.test_format == "squad":
         assert _flag(prepare.command, "--doc-stride") == "128"

@@ -26,9 +26,9 @@ import argparse
 import json
 from typing import Dict, Optional, Sequence, Tuple
 
-from ..corpora.xtreme import LAYOUTS, prepare
+from ..corpora.xtreme import LAYOUTS, PAIR_SPECIALS, prepare
 from ..errors import VecoUserError
-from .common import check_split_name, run_cli
+from .common import check_at_least, check_split_name, run_cli
 
 PROG = "veco-prepare-sentence-prediction"
 
@@ -58,6 +58,14 @@ def get_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="NAME=TSV[,TRANSLATION_TSV]",
         help="a split to binarize (repeat; train is needed)",
+    )
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=0,
+        help="positions of an example, <s> and </s> included: the longer side cut first, as "
+        "XTREME cuts pairs (its scripts: 128) [0: none; fairseq-train's --shorten-method cuts "
+        "at the model's positions]",
     )
     p.add_argument(
         "--language",
@@ -104,7 +112,11 @@ def parse_languages(values: Sequence[str]) -> Dict[str, str]:
 
 def main(args: argparse.Namespace) -> None:
     splits, languages = parse_splits(args.split), parse_languages(args.language)
-    report = prepare(args.output, splits, args.layout, args.spm_model, args.dict, languages)
+    if args.max_length:
+        check_at_least(args.max_length, "--max-length", PAIR_SPECIALS + 2)
+    report = prepare(
+        args.output, splits, args.layout, args.spm_model, args.dict, languages, args.max_length
+    )
     print(json.dumps(report, indent=2))
 
 

@@ -80,7 +80,9 @@ def get_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("fine-tuning (default: the task's XTREME recipe)")
     g.add_argument("--lr", type=float, help="[the recipe's for the checkpoint's size]")
     g.add_argument("--epochs", type=int)
-    g.add_argument("--max-length", type=int, help="window positions (udpos 128, xquad 384)")
+    g.add_argument(
+        "--max-length", type=int, help="window or pair positions (xquad 384, the others 128)"
+    )
     g.add_argument("--max-question", type=int, help="xquad: question pieces kept [64]")
     g.add_argument("--doc-stride", type=int, help="xquad: pieces between window starts [128]")
     g.add_argument(
@@ -259,10 +261,7 @@ def settings_from(args: argparse.Namespace, recipe: Recipe, extra: Sequence[str]
         if value is not None and not ok(value):
             raise VecoUserError(f"{flag} {value}: give {wanted}")
     if args.max_length is not None and not recipe.max_length:
-        raise VecoUserError(
-            f"--max-length: {recipe.task} pairs are cut at the model's positions "
-            "(veco_sentence_prediction): leave it out"
-        )
+        raise VecoUserError(f"--max-length: {recipe.task} fine-tunes nothing: leave it out")
     check_at_least(args.max_length, "--max-length", 3)
     for flag in ("max_question", "doc_stride"):
         if getattr(args, flag) is not None and recipe.test_format != "squad":
@@ -380,7 +379,7 @@ def run_all(args: argparse.Namespace, extra: Sequence[str]) -> int:
             os.path.join(args.out, task),
         )
         one.random_baseline = args.random_baseline and finetune
-        # the window settings go to the tasks that have windows (tagging, QA)
+        # the length settings go to the tasks that fine-tune (tagging, QA, sentence pairs)
         if not RECIPES[task].max_length:
             one.max_length = None
         if RECIPES[task].test_format != "squad":

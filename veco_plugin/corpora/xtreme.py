@@ -255,6 +255,9 @@ def write_tsv(path: str, examples: Sequence[Example]) -> None:
             )
 
 
+SINGLE_SPECIALS, PAIR_SPECIALS = 2, 4  # <s> a </s>; <s> a </s></s> b </s> (XLM-R's)
+
+
 def label_dictionary(labels: Sequence[str]) -> Dictionary:
     d = Dictionary()
     for label in sorted(set(labels)):
@@ -371,6 +374,36 @@ def check_existing(output: str, dictionary: str, labels: Dictionary) -> None:
             )
 
 
+def cut_pair(first: str, second: Optional[str], max_length: int) -> Tuple[str, Optional[str]]:
+    """The pieces (space-separated) of an example cut as XTREME cuts it to ``max_length``
+    positions (``processors/utils.py:122-124``: transformers' ``encode_plus``, truncation
+    ``longest_first``): one piece at a time off the end of the longer side, the second on
+    ties, until ``<s> first </s></s> second </s>`` (``<s> first </s>``) fits. Both sides
+    keep a piece at least."""
+    a, b = first.split(), second.split() if second is not None else None
+    if b is None:
+        return " ".join(a[: max(max_length - SINGLE_SPECIALS, 1)]), None
+    kept = [len(a), len(b)]
+    for _ in range(len(a) + len(b) + PAIR_SPECIALS - max_length):
+        longer = 0 if kept[0] > kept[1] else 1
+        if kept[longer] == 1:
+            break
+        kept[longer] -= 1
+    return " ".join(a[: kept[0]]), " ".join(b[: kept[1]])
+
+
+def _cut(encoded: Dict[Tuple[str, str, int], List[str]], max_length: int) -> None:
+    """Every example of ``encoded`` (``(key, split, side) -> lines``) cut by :func:`cut_pair`."""
+    for key, name, _ in [k for k in encoded if k[2] == 0]:
+        firsts, seconds = encoded[key, name, 0], encoded.get((key, name, 1))
+        if seconds is None:
+            encoded[key, name, 0] = [cut_pair(f, None, max_length)[0] for f in firsts]
+            continue
+        pairs = [cut_pair(f, s, max_length) for f, s in zip(firsts, seconds)]
+        encoded[key, name, 0] = [f for f, _ in pairs]
+        encoded[key, name, 1] = [s or "" for _, s in pairs]
+
+
 def prepare(
     output: str,
     splits: Dict[str, Tuple[str, Optional[str]]],
@@ -378,11 +411,13 @@ def prepare(
     spm_model: str,
     dictionary: str,
     languages: Optional[Mapping[str, str]] = None,
+    max_length: int = 0,
 ) -> Dict[str, Dict[str, int]]:
     """Binarize ``splits`` (name -> (TSV, translation TSV or None)) into ``output``;
     the label dictionary comes from the ``train`` split; ``languages`` (name -> language)
-    picks a split's rows from a file of several languages (XNLI-1.0's). Returns per split
-    the example count and the label counts.
+    picks a split's rows from a file of several languages (XNLI-1.0's); ``max_length``
+    (0: none) cuts every example to that many positions (:func:`cut_pair`). Returns per
+    split the example count and the label counts.
 
     Everything is read, encoded and checked before anything is written; ``output``'s files
     appear only once all are written (:func:`..outputs.staged_dir`)."""
@@ -399,6 +434,8 @@ def prepare(
             if rows[0].second is not None:
                 encoded[key, name, 1] = encode_lines(encode, [e.second or "" for e in rows])
     check_dictionary(encoded["input", "train", 0], tokens, spm_model, dictionary)
+    if max_length:
+        _cut(encoded, max_length)
     labels = label_dictionary([e.label for e in read["train"].examples])
     check_existing(output, dictionary, labels)
     with staged_dir(output) as stage:

@@ -6,6 +6,11 @@ entry point fairseq's DDP wrappers see). Plug-out: logits (B, K) as fairseq's
 ``sentence_prediction``. Plug-in: logits (2B, K), rows ``:B`` for the examples x, rows
 ``B:`` for their translations y, both with x's label; ``accuracy`` is over all rows,
 ``x_accuracy`` over the examples alone (what evaluation on x's language measures).
+
+``x_accuracy`` is exact: 100 x correct / examples of the counts summed over the split (and
+workers), not rounded as fairseq's logged scalars are (to 0.1: two checkpoints 0.04 apart
+would tie for ``--best-checkpoint-metric``). XTREME keeps the checkpoint of the best exact
+dev accuracy (``run_classify.py:258``).
 """
 
 from dataclasses import dataclass
@@ -18,8 +23,12 @@ from fairseq.criterions.sentence_prediction import (
     SentencePredictionCriterion,
 )
 from fairseq.logging import metrics
+from fairseq.logging.meters import MetersDict
 
 from ..errors import VecoUserError
+from ..terms.scores import logged_total
+
+CORRECT, EXAMPLES = "ncorrect_x", "nexamples"  # x_accuracy's counts, summed over the split
 
 
 @dataclass
@@ -56,19 +65,25 @@ class VecoSentencePredictionCriterion(SentencePredictionCriterion):
             "nsentences": sample_size,
             "sample_size": sample_size,
             "ncorrect": correct.sum(),
-            "ncorrect_x": correct[: labels.numel()].sum(),
-            "nexamples": labels.numel(),
+            CORRECT: correct[: labels.numel()].sum(),
+            EXAMPLES: labels.numel(),
         }
         return loss, sample_size, logging_output
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
         SentencePredictionCriterion.reduce_metrics(logging_outputs)
-        n = sum(log.get("nexamples", 0) for log in logging_outputs)
+        n = logged_total(logging_outputs, EXAMPLES)
         if n:
-            ncorrect = sum(log.get("ncorrect_x", 0) for log in logging_outputs)
-            metrics.log_scalar("x_accuracy", 100.0 * ncorrect / n, n, round=1)
+            metrics.log_scalar_sum(f"_{CORRECT}", logged_total(logging_outputs, CORRECT))
+            metrics.log_scalar_sum(f"_{EXAMPLES}", n)
+            metrics.log_derived("x_accuracy", exact_accuracy)
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+def exact_accuracy(meters: MetersDict) -> float:
+    """100 x the examples x right / the examples, summed so far (validation: the split)."""
+    return 100.0 * meters[f"_{CORRECT}"].sum / meters[f"_{EXAMPLES}"].sum

@@ -20,6 +20,7 @@ import logging
 from typing import Dict, Optional, Tuple
 
 import torch
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
 from ..modules.pair_layout import stack_pair
@@ -49,12 +50,16 @@ class VecoSentenceClassifier(VecoModel):
         self._warned_fallback = False
 
     def register_classification_head(self, name, num_classes=None, inner_dim=None, **kwargs):
-        """RoBERTa's head; ``plug_in=True`` makes its ``dense`` read 2C features."""
+        """RoBERTa's head (XTREME's: ``XLMRobertaForSequenceClassification``'s dropout,
+        dense, tanh, dropout, projection), started as transformers' ``init_weights`` starts
+        it: N(0, 0.02), biases 0 (fairseq's ``init_bert_params``; fairseq's RoBERTa leaves
+        torch's default). ``plug_in=True`` makes its ``dense`` read 2C features."""
         plug_in = kwargs.pop("plug_in", False)
         super().register_classification_head(name, num_classes, inner_dim, **kwargs)
+        head = self.classification_heads[name]
         if plug_in:
-            head = self.classification_heads[name]
             head.dense = nn.Linear(2 * self.args.encoder_embed_dim, head.dense.out_features)
+        head.apply(init_bert_params)
 
     def is_plug_in(self, name: str) -> bool:
         return self.classification_heads[name].dense.in_features == 2 * self.args.encoder_embed_dim

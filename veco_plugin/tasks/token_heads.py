@@ -27,12 +27,13 @@ from ..errors import VecoUserError
 from ..models.veco import build_veco
 from ..models.veco_token_tagger import VecoTokenTagger
 from ..optim.no_decay import mark_no_decay
+from .fine_tuning import VecoFineTuningConfig, training_order
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class VecoTokenHeadConfig(DdpSettings):
+class VecoTokenHeadConfig(DdpSettings, VecoFineTuningConfig):
     data: str = field(default=MISSING, metadata={"help": "the DATA its prepare command wrote"})
     max_positions: int = field(default=512, metadata={"help": "the model's positions"})
     seed: int = II("common.seed")
@@ -83,8 +84,9 @@ class VecoTokenHeadTask(FairseqTask):
         return dataset
 
     def windows(self, split: str, tokens, targets, target_pad: int):
-        """``tokens`` (B, T) and ``targets`` (B, *) as fairseq's batches, shuffled by
-        ``--seed``, in length order."""
+        """``tokens`` (B, T) and ``targets`` (B, *) as fairseq's batches: shuffled by
+        ``--seed``, in length order; the training split's drawn at random each epoch with
+        ``--random-batches``."""
         dataset = NestedDictionaryDataset(
             {
                 "id": IdDataset(),
@@ -100,7 +102,8 @@ class VecoTokenHeadTask(FairseqTask):
         )
         with data_utils.numpy_seed(self.cfg.seed):
             shuffle = np.random.permutation(len(tokens))
-        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, tokens.sizes])
+        ordered = SortDataset(dataset, sort_order=[shuffle, tokens.sizes])
+        self.datasets[split] = training_order(self.cfg, split, ordered)
         return self.datasets[split]
 
     def build_criterion(self, cfg, from_checkpoint=False):

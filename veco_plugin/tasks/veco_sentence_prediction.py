@@ -45,6 +45,7 @@ from ..data.translated_dataset import VecoTranslatedDataset
 from ..models.veco import build_veco
 from ..models.veco_sentence_classifier import VecoSentenceClassifier
 from ..optim.no_decay import mark_no_decay
+from .fine_tuning import VecoFineTuningConfig, training_order
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ TRANSLATION_KEYS = ("trans0", "trans1")  # translations of input0, input1
 
 
 @dataclass
-class VecoSentencePredictionConfig(SentencePredictionConfig, DdpSettings):
+class VecoSentencePredictionConfig(SentencePredictionConfig, DdpSettings, VecoFineTuningConfig):
     plug_mode: PLUG_MODES = field(  # type: ignore[valid-type]
         default="out",
         metadata={
@@ -68,9 +69,15 @@ class VecoSentencePredictionTask(SentencePredictionTask):
     cfg: VecoSentencePredictionConfig
 
     def load_dataset(self, split, combine=False, **kwargs):
+        """fairseq's examples (one shuffle by ``--seed``), with their translations plug-in;
+        the training split's drawn at random each epoch with ``--random-batches``."""
         dataset = super().load_dataset(split, combine=combine, **kwargs)
-        if self.cfg.plug_mode != "in":
-            return dataset
+        if self.cfg.plug_mode == "in":
+            dataset = self._with_translations(split, combine, dataset)
+        self.datasets[split] = training_order(self.cfg, split, dataset)
+        return self.datasets[split]
+
+    def _with_translations(self, split: str, combine: bool, dataset):
         translation = self._translation_tokens(split, combine)
         if translation is None:
             logger.warning(
@@ -80,10 +87,7 @@ class VecoSentencePredictionTask(SentencePredictionTask):
                 split,
             )
             return dataset
-        self.datasets[split] = VecoTranslatedDataset(
-            dataset, translation, self.source_dictionary.pad()
-        )
-        return self.datasets[split]
+        return VecoTranslatedDataset(dataset, translation, self.source_dictionary.pad())
 
     def _translation_tokens(self, split: str, combine: bool):
         """trans0 [+ separator + trans1], built as the parent builds input0/input1."""

@@ -10,7 +10,14 @@ gradients clipped at 1.0. ``veco_adamw --no-decay-bias-and-norm`` is that AdamW;
 Which checkpoint is tested, as XTREME's scripts choose it: QA the model after the last
 epoch (``train_qa.sh``: ``--save_steps -1``); tagging and the sentence tasks the best on
 English dev (F1 / accuracy) checked every ``save_steps`` updates, the final model a
-candidate too (``--save_only_best_checkpoint --eval_all_checkpoints``).
+candidate too (``--save_only_best_checkpoint --eval_all_checkpoints``), on the exact score,
+the first of tied ones kept (``run_tag.py:197,611``, ``run_classify.py:258,781``: ``>``).
+
+Each epoch draws new random batches (``RandomSampler``: ``run_tag.py:85``,
+``run_classify.py:102``, ``run_squad.py:111``). The lengths are the scripts': 128 positions
+for tagging (``train_udpos.sh``/``train_panx.sh`` ``MAX_LENGTH=128``) and for XNLI/PAWS-X
+pairs (``train_xnli.sh``/``train_pawsx.sh`` ``MAXL=128``), QA windows of 384 with a question
+of at most 64 pieces and a stride of 128 (``train_qa.sh``, ``run_squad.py`` defaults).
 
 Each recipe also says which command prepares its DATA, which fairseq task and criterion
 fine-tune, and which command scores the test files.
@@ -33,9 +40,8 @@ class Recipe:
     lr: float
     epochs: int
     max_length: int
-    """positions of a window (<s> and </s> included); 0: the model's positions
-    (``veco_sentence_prediction`` truncates a pair there; XTREME: 128, which few XNLI and
-    PAWS-X pairs reach)."""
+    """positions of a window or pair (``<s>``, ``</s>`` included; the scripts' ``MAXL``,
+    ``MAX_LENGTH``); 0: the task has none."""
     max_question: int = 0
     """question pieces kept in a window (QA)."""
     doc_stride: int = 0
@@ -63,6 +69,10 @@ class Recipe:
     """``veco-prepare-sentence-prediction --layout`` (tsv tasks)."""
     classes: int = 0
     """label count of a sentence task (``--num-classes``)."""
+    head_dropout: bool = True
+    """the head drops out at the encoder's rate (``--pooler-dropout``): XTREME's tagger
+    (dropout at ``hidden_dropout_prob``, then the projection) and sentence head; its QA head
+    (``qa_outputs``, ``third_party/roberta.py:688``) has no dropout."""
     metrics: Tuple[str, ...] = ("accuracy",)
     """what the table shows, first the headline."""
     finetune: bool = True
@@ -123,6 +133,7 @@ RECIPES: Dict[str, Recipe] = {
                 weight_decay=1e-4,
                 keep="last",
                 best_metric="loss",
+                head_dropout=False,
                 test_format="squad",
                 metrics=("f1", "em"),
                 normalisation=normalisation,
@@ -163,7 +174,8 @@ RECIPES: Dict[str, Recipe] = {
             fairseq_task="veco_sentence_prediction",
             lr=2e-5,
             epochs=5,
-            max_length=0,
+            max_length=128,
+            best_metric="x_accuracy",
             validate_updates=100,
             lr_large=3e-5,
             test_format="tsv",
@@ -177,7 +189,8 @@ RECIPES: Dict[str, Recipe] = {
             fairseq_task="veco_sentence_prediction",
             lr=2e-5,
             epochs=5,
-            max_length=0,
+            max_length=128,
+            best_metric="x_accuracy",
             validate_updates=200,
             test_format="tsv",
             layout="pawsx",

@@ -146,7 +146,10 @@ def _keep_flags(recipe: Recipe) -> List[str]:
 
 
 def finetune_command(recipe: Recipe, row: Pretrained, data: str, out: str, s: Settings):
-    """fairseq-train from ``row`` (random weights when it has no path)."""
+    """fairseq-train from ``row`` (random weights when it has no path), as XTREME's scripts
+    fine-tune: its heads dropping out at the encoder's rate (QA's not at all:
+    :attr:`Recipe.head_dropout`), new random batches each epoch (``--random-batches``), the
+    first of tied best checkpoints kept (``--best-on-ties earlier``)."""
     command = _python("fairseq_cli.train") + [data, "--user-dir", USER_DIR]
     command += _task_flags(recipe, row.positions) + list(row.model_flags)
     if row.path:
@@ -162,6 +165,8 @@ def finetune_command(recipe: Recipe, row: Pretrained, data: str, out: str, s: Se
         "--batch-size", str(s.step_batch), "--update-freq", str(s.update_freq),
         "--max-epoch", str(s.epochs), "--required-batch-size-multiple", "1",
         "--dropout", str(s.dropout), "--attention-dropout", str(s.dropout),
+        "--pooler-dropout", str(s.dropout if recipe.head_dropout else 0.0),
+        "--random-batches", "--best-on-ties", "earlier",
         "--save-dir", os.path.join(out, row.name, "checkpoints"),
         "--find-unused-parameters", "--seed", str(s.seed),
         "--log-format", "simple", "--log-interval", "50", "--num-workers", "0",
