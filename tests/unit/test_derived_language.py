@@ -56,6 +56,15 @@ def test_inversion_keeps_sentence_ends_and_reverses_the_words_before_them():
     assert d.invert_words("x . . y !".split()) == "x . . y !".split()
 
 
+def test_tagged_inversion_is_the_authors_pos_rule():
+    """invert_pos_data.py: only a final . ? ! stays, everything else reversed."""
+    tagged = TaggedSentence(tuple("a b . c d ?".split()), tuple("1 2 3 4 5 6".split()), "x")
+    assert d.invert_tagged(tagged).words == tuple("d c . b a ?".split())
+    assert d.invert_tagged(tagged).tags == tuple("5 4 3 2 1 6".split())
+    assert d.pos_inversion_order("a b c".split()) == [2, 1, 0]
+    assert d.pos_inversion_order(["!"]) == [0] and d.pos_inversion_order([]) == []
+
+
 @needs_catalogs
 def test_inversion_twice_is_the_identity_on_words_and_tags(english, sentences):
     for line in english:
@@ -89,7 +98,7 @@ def test_trans_is_a_bijection_on_the_non_special_vocabulary(sp):
 def test_text_of_each_transformation_is_inversion_then_segmentation_then_copies(
     sp, english, transform
 ):
-    invert, copy = d.TRANSFORMS[transform]
+    invert, copy = d.TRANSFORMS[transform][0] == d.INV, d.TRANSFORMS[transform][1]
     for line in english:
         words = line.split()
         pieces = _pieces(sp, words)
@@ -106,11 +115,11 @@ def test_text_of_each_transformation_is_inversion_then_segmentation_then_copies(
 
 @pytest.mark.parametrize("transform", [d.TRANS, d.INV, d.TRANS_INV])
 def test_labels_follow_their_words(sp, sentences, transform):
-    invert, copy = d.TRANSFORMS[transform]
+    invert, copy = d.TRANSFORMS[transform][0] == d.INV, d.TRANSFORMS[transform][1]
     for s in sentences:
         pieces = _pieces(sp, s.words)
         out = d.derive_tagged(s, pieces, transform)
-        order = d.inversion_order(s.words) if invert else list(range(len(s.words)))
+        order = d.pos_inversion_order(s.words) if invert else list(range(len(s.words)))
         assert len(out.words) == len(out.tags) == len(s.words) and out.where == s.where
         for i, j in enumerate(order):
             assert out.tags[i] == s.tags[j]

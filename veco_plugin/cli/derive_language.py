@@ -1,5 +1,5 @@
 """``veco-derive-language``: English text and tagged English -> ALIGN-MLM's derived languages
-(T_trans, T_inv, T_trans∘T_inv), the joint dictionary and the bilingual dictionary.
+(T_trans, T_inv, T_syn and their compositions), the joint and the bilingual dictionary.
 
 ::
 
@@ -10,9 +10,18 @@ writes (a new directory, written whole)::
 
     OUT/en/NAME                  the English text as pieces, one line a line
     OUT/en/STEM.tsv              the tagged English as word<TAB>tag
-    OUT/{trans,inv,trans_inv}/   the same files, derived (--transforms)
+    OUT/<transform>/             the same files, derived (--transforms)
     OUT/dict.txt                 English rows + their copies (with T_trans)
     OUT/bilingual.txt            'piece copy' lines, --dictionary-coverage of the tokens
+    OUT/syn-model.json           T_syn's ordering model (with syn), trained on --syn-treebank
+
+T_syn (``syn``, ``trans_syn``) re-orders dependency trees: every ``--text`` and ``--tagged``
+of such a run is CoNLL-U (a ``--text X.conllu`` is each tree's words a line, written as
+``X.txt``), e.g.::
+
+    veco-derive-language --spm-model en.model --output derived --transforms trans,trans_syn \\
+        --text en_gum-ud-dev.conllu --tagged en_ewt-ud-dev.conllu \\
+        --syn-treebank fr_sequoia-ud-train.conllu --syn-treebank fr_gsd-ud-dev.conllu
 
 Definitions, the copy's form and the inversion rule: :mod:`veco_plugin.corpora.derived`.
 """
@@ -21,7 +30,7 @@ import argparse
 import json
 from typing import Optional, Sequence
 
-from ..corpora.derived import DeriveConfig, derive_language
+from ..corpora.derived import DEFAULT_TRANSFORMS, TRANSFORMS, DeriveConfig, derive_language
 from ..errors import VecoUserError
 from .common import run_cli
 
@@ -56,8 +65,19 @@ def get_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--transforms",
-        default="trans,inv,trans_inv",
-        help="comma-separated, of trans, inv, trans_inv [%(default)s]",
+        default=",".join(DEFAULT_TRANSFORMS),
+        help=f"comma-separated, of {', '.join(TRANSFORMS)}: trans a copy of every piece (a "
+        "new script), inv the words of each sentence reversed, syn the dependents of each "
+        "noun and verb re-ordered as French orders them (Wang & Eisner 2016), trans_* "
+        "the re-ordering then the copies [%(default)s]",
+    )
+    p.add_argument(
+        "--syn-treebank",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="CoNLL-U treebank of the target language (French) that T_syn's ordering model "
+        "is trained on (repeat; needed with syn, trans_syn)",
     )
     p.add_argument(
         "--dictionary-coverage",
@@ -80,6 +100,7 @@ def main(args: argparse.Namespace) -> None:
         transforms=args.transforms,
         coverage=args.dictionary_coverage,
         seed=args.seed,
+        syn_treebanks=args.syn_treebank,
     )
     print(json.dumps(derive_language(cfg), indent=2))
 

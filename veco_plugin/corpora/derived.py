@@ -27,7 +27,20 @@ are fixed points and each stretch is reversed, so T_inv is an involution. Each l
 its line (the release writes each sentence on a line of its own): English and derived
 files stay line-aligned, XLM's TLM pairs for free. Tags move with their words (App. G.1).
 
-**T_trans∘T_inv**: inversion on the words, then segmentation, then the copies.
+On *tagged* sentences T_inv is the authors' POS rule (``invert_pos_data.py``,
+:func:`pos_inversion_order`): the last word stays last when it is ``.``, ``!`` or ``?``,
+every other word is reversed, sentence ends inside included. On text the words come
+out as the authors' ``invert_pretrain_data.py`` orders them (each sentence inverted,
+its end last); what differs is the layout: they write each sentence on a line of its
+own, here a line stays a line.
+
+**T_syn** (syntax, App. F: English with French's order of the dependents of nouns and
+verbs, Wang & Eisner 2016): :mod:`.syntax`. It needs dependency trees: its text and
+tagged inputs are CoNLL-U (``--text X.conllu``: each tree's words a line), its ordering
+model is trained on the French treebanks of ``--syn-treebank``.
+
+**T_trans∘T_inv**, **T_trans∘T_syn**: the words re-ordered, then segmentation, then the
+copies.
 
 **Segmentation.** Every whitespace-separated word is cut by sentencepiece *alone*, as the
 tagging pipeline cuts words (:mod:`..data.tag_windows`); with sentencepiece's default
@@ -45,17 +58,20 @@ corpus), by ``random.Random(seed).sample`` over the types in dictionary order, a
 written in that order as MUSE-style ``src tgt`` lines (English piece, its copy).
 """
 
+import json
 import os
 import random
 import re
 from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.dictionary import load_dictionary
 from ..errors import VecoUserError
 from ..outputs import WHOLE, check_named, check_output_dir, staged_dir
 from .subwords import load_sentencepiece
-from .tagging import TaggedSentence, format_tagged_tsv, read_tagged
+from .syntax import Tree, french_model, read_trees, syntax_order
+from .syntax_order import OrderModel
+from .tagging import TaggedSentence, format_tagged_tsv, is_conllu, read_tagged
 from .text import chunks, input_file, read_lines, read_lines_strict, strict
 
 MARKER = "\ue000"  # U+E000, Private Use Area: the derived script's mark on each piece
@@ -64,13 +80,17 @@ FAIRSEQ_SPECIALS: FrozenSet[str] = frozenset({"<s>", "<pad>", "</s>", "<unk>", "
 OVERWRITE = "#fairseq:overwrite"
 _MADEUP = re.compile(r"madeupword\d+")
 
-TRANS, INV, TRANS_INV = "trans", "inv", "trans_inv"
-# transformation -> (invert the words, copy the pieces)
-TRANSFORMS: Dict[str, Tuple[bool, bool]] = {
-    TRANS: (False, True),
-    INV: (True, False),
-    TRANS_INV: (True, True),
+TRANS, INV, TRANS_INV, SYN, TRANS_SYN = "trans", "inv", "trans_inv", "syn", "trans_syn"
+# transformation -> (how the words are re-ordered: "", INV or SYN; copy the pieces)
+TRANSFORMS: Dict[str, Tuple[str, bool]] = {
+    TRANS: ("", True),
+    INV: (INV, False),
+    TRANS_INV: (INV, True),
+    SYN: (SYN, False),
+    TRANS_SYN: (SYN, True),
 }
+DEFAULT_TRANSFORMS = (TRANS, INV, TRANS_INV)
+SYN_MODEL_FILE = "syn-model.json"
 
 Pieces = List[str]
 
@@ -95,14 +115,23 @@ def inversion_order(words: Sequence[str]) -> List[int]:
     return order
 
 
+def pos_inversion_order(words: Sequence[str]) -> List[int]:
+    """T_inv on a tagged sentence as the authors' ``invert_pos_data.py``: the last word
+    stays last when it is a sentence end (:data:`SENTENCE_ENDS`), every other word is
+    reversed (sentence ends inside included). ``words``: (W,) -> ``order``: (W,), its own
+    inverse."""
+    keep = 1 if words and words[-1] in SENTENCE_ENDS else 0
+    return list(range(len(words) - 1 - keep, -1, -1)) + list(range(len(words) - keep, len(words)))
+
+
 def invert_words(words: Sequence[str]) -> List[str]:
     """T_inv on the words of a line (:func:`inversion_order`)."""
     return [words[i] for i in inversion_order(words)]
 
 
 def invert_tagged(sentence: TaggedSentence) -> TaggedSentence:
-    """T_inv on a tagged sentence: each tag moves with its word."""
-    order = inversion_order(sentence.words)
+    """T_inv on a tagged sentence (:func:`pos_inversion_order`): each tag moves with its word."""
+    order = pos_inversion_order(sentence.words)
     return TaggedSentence(
         tuple(sentence.words[i] for i in order),
         tuple(sentence.tags[i] for i in order),
@@ -163,25 +192,47 @@ def segment_words(sp: Any, words: List[str]) -> List[Pieces]:
 # --------------------------------------------------------------------- one sentence
 
 
+def word_order(
+    transform: str, words: Sequence[str], syn: Optional[Sequence[int]] = None, tagged=False
+) -> Sequence[int]:
+    """The derived sentence's words as indices into ``words``: T_inv's (on a ``tagged``
+    sentence its POS rule), ``syn`` (T_syn's order of the sentence, :func:`.syntax.syntax_order`)
+    or the English order."""
+    kind = TRANSFORMS[transform][0]
+    if kind == SYN:
+        if syn is None:
+            raise ValueError(f"{transform}: T_syn's order of the sentence is needed")
+        return syn
+    if kind == INV:
+        return pos_inversion_order(words) if tagged else inversion_order(words)
+    return range(len(words))
+
+
 def derive_line(
-    words: Sequence[str], word_pieces: Sequence[Sequence[str]], transform: str
+    words: Sequence[str],
+    word_pieces: Sequence[Sequence[str]],
+    transform: str,
+    syn: Optional[Sequence[int]] = None,
 ) -> Tuple[Pieces, Pieces]:
     """An English line of ``words`` (W,), ``word_pieces[w]`` the pieces of word ``w``,
-    -> (English pieces (P,), derived pieces (P,)) under ``transform`` (:data:`TRANSFORMS`)."""
-    invert, copy = TRANSFORMS[transform]
+    -> (English pieces (P,), derived pieces (P,)) under ``transform`` (:data:`TRANSFORMS`;
+    ``syn``: T_syn's order, :func:`word_order`)."""
+    copy = TRANSFORMS[transform][1]
     english = [p for pieces in word_pieces for p in pieces]
-    order = inversion_order(words) if invert else range(len(words))
-    derived = [p for i in order for p in word_pieces[i]]
+    derived = [p for i in word_order(transform, words, syn) for p in word_pieces[i]]
     return english, transliterate(derived) if copy else derived
 
 
 def derive_tagged(
-    sentence: TaggedSentence, word_pieces: Sequence[Sequence[str]], transform: str
+    sentence: TaggedSentence,
+    word_pieces: Sequence[Sequence[str]],
+    transform: str,
+    syn: Optional[Sequence[int]] = None,
 ) -> TaggedSentence:
     """A tagged English sentence -> the derived sentence, each tag with its word; under
     T_trans a word is written as :func:`derived_word` of its pieces ``word_pieces[w]``."""
-    invert, copy = TRANSFORMS[transform]
-    order = inversion_order(sentence.words) if invert else range(len(sentence.words))
+    copy = TRANSFORMS[transform][1]
+    order = word_order(transform, sentence.words, syn, tagged=True)
     words = [derived_word(word_pieces[i]) if copy else sentence.words[i] for i in order]
     return TaggedSentence(tuple(words), tuple(sentence.tags[i] for i in order), sentence.where)
 
@@ -332,6 +383,8 @@ class DeriveConfig:
     transforms: Tuple[str, ...]
     coverage: float = 0.25
     seed: int = 1
+    syn_treebanks: Tuple[str, ...] = ()
+    """the target's CoNLL-U treebanks T_syn's ordering model is trained on."""
 
     @classmethod
     def from_flags(
@@ -344,9 +397,11 @@ class DeriveConfig:
         transforms: str,
         coverage: float = 0.25,
         seed: int = 1,
+        syn_treebanks: Sequence[str] = (),
     ) -> "DeriveConfig":
-        """Refuse unknown transformations, a coverage outside (0, 1], missing inputs and
-        an output directory that is not new or empty, before any work."""
+        """Refuse unknown transformations, a coverage outside (0, 1], missing inputs, T_syn
+        without trees or treebanks and an output directory that is not new or empty,
+        before any work."""
         named = [t.strip() for t in transforms.split(",")]
         for name in named:
             if name not in TRANSFORMS:
@@ -364,14 +419,17 @@ class DeriveConfig:
                 input_file(path, flag)
         if dictionary is not None:
             input_file(dictionary, "--dict")
+        if any(TRANSFORMS[t][0] == SYN for t in named):
+            check_syn_inputs(texts, tagged, syn_treebanks)
         if not texts and not tagged and not any(TRANSFORMS[t][1] for t in named):
             raise VecoUserError(
                 "nothing to write: give --text or --tagged files (or a transformation with "
                 "trans, for the dictionaries alone)"
             )
         cfg = cls(
-            spm_model, dictionary, output, tuple(texts), tuple(tagged), tuple(named), coverage, seed
-        )
+            spm_model, dictionary, output, tuple(texts), tuple(tagged), tuple(named), coverage,
+            seed, tuple(syn_treebanks),
+        )  # fmt: skip
         cfg.output_names()
         check_output_dir(output, "--output", overwrite=False, refill=WHOLE)
         return cfg
@@ -380,17 +438,21 @@ class DeriveConfig:
     def copies(self) -> bool:
         return any(TRANSFORMS[t][1] for t in self.transforms)
 
+    @property
+    def syn(self) -> bool:
+        return any(TRANSFORMS[t][0] == SYN for t in self.transforms)
+
     def output_names(self) -> List[Tuple[bool, str, str]]:
         """``(tagged, input file, output name)`` of each input; the name under ``OUT/en`` and
-        ``OUT/<transform>``: a text file keeps its name, a tagged one becomes ``STEM.tsv``;
-        two inputs that would write one file are refused."""
+        ``OUT/<transform>``: a text file keeps its name (a CoNLL-U one becomes ``STEM.txt``),
+        a tagged one becomes ``STEM.tsv``; two inputs that would write one file are refused."""
         names: List[Tuple[bool, str, str]] = []
         taken: Dict[str, str] = {}
         inputs = [("--text", p) for p in self.texts] + [("--tagged", p) for p in self.tagged]
         for flag, path in inputs:
             name = os.path.basename(path).removesuffix(".gz")
-            if flag == "--tagged":
-                name = os.path.splitext(name)[0] + ".tsv"
+            if flag == "--tagged" or is_conllu(path):
+                name = os.path.splitext(name)[0] + (".tsv" if flag == "--tagged" else ".txt")
             if name in taken:
                 raise VecoUserError(
                     f"{taken[name]} and {flag} {path} would both write {ENGLISH}/{name}: give "
@@ -401,6 +463,24 @@ class DeriveConfig:
         return names
 
 
+def check_syn_inputs(texts: Sequence[str], tagged: Sequence[str], treebanks: Sequence[str]) -> None:
+    """T_syn re-orders dependency trees: every input is CoNLL-U, and the ordering model
+    has a treebank to learn from."""
+    if not treebanks:
+        raise VecoUserError(
+            "--transforms with syn: give --syn-treebank FILE.conllu (the target language's "
+            "treebanks, e.g. UD_French-GSD's fr_gsd-ud-*.conllu) to train its ordering model"
+        )
+    for flag, paths in (("--text", texts), ("--tagged", tagged), ("--syn-treebank", treebanks)):
+        for path in paths:
+            input_file(path, flag)
+            if not is_conllu(path):
+                raise VecoUserError(
+                    f"{flag} {path}: T_syn re-orders dependency trees: give CoNLL-U files "
+                    "(*.conllu) for every input of a run with syn"
+                )
+
+
 def _english_rows(cfg: DeriveConfig, vocabulary: Sequence[str], specials: AbstractSet[str]):
     if cfg.dictionary is None:
         return [DictRow(p, "1") for p in vocabulary]
@@ -409,9 +489,8 @@ def _english_rows(cfg: DeriveConfig, vocabulary: Sequence[str], specials: Abstra
     return parse_dictionary(lines, cfg.dictionary, set(vocabulary), specials)
 
 
-def _encode_text_lines(sp: Any, path: str, first: int, lines: Sequence[str]):
-    """(words, pieces of each word) of each line; lines numbered from ``first``."""
-    words = [line.split() for line in lines]
+def _encode_text_lines(sp: Any, path: str, first: int, words: Sequence[Sequence[str]]):
+    """(words, pieces of each word) of each line's ``words``; lines numbered from ``first``."""
     for lineno, w in enumerate(words, first):
         check_words(w, f"{path}:{lineno}")
     flat = [x for w in words for x in w]
@@ -429,14 +508,27 @@ def _encode_text_lines(sp: Any, path: str, first: int, lines: Sequence[str]):
     return out
 
 
-def _derive_text(cfg: DeriveConfig, sp: Any, path: str, outputs: Dict[str, str]):
+def _text_lines(path: str) -> Iterator[Tuple[List[str], Optional[Tree]]]:
+    """(words, tree) of each line of a text file (no tree), or of each tree of a CoNLL-U
+    file (its words)."""
+    if is_conllu(path):
+        yield from ((list(t.words), t) for t in read_trees(path))
+    else:
+        yield from ((line.split(), None) for line in strict(read_lines(path)))
+
+
+def _derive_text(
+    cfg: DeriveConfig, sp: Any, path: str, outputs: Dict[str, str], model: Optional[OrderModel]
+):
     files = {key: open(out, "w", encoding="utf-8", newline="\n") for key, out in outputs.items()}
     lines = words = pieces = 0
     try:
-        for chunk in chunks(strict(read_lines(path)), _CHUNK):
-            for w, p in _encode_text_lines(sp, path, lines + 1, chunk):
+        for chunk in chunks(_text_lines(path), _CHUNK):
+            encoded = _encode_text_lines(sp, path, lines + 1, [w for w, _ in chunk])
+            for (w, p), (_, tree) in zip(encoded, chunk):
+                syn = syntax_order(tree, model, cfg.seed) if model and tree else None
                 for transform in cfg.transforms:
-                    english, derived = derive_line(w, p, transform)
+                    english, derived = derive_line(w, p, transform, syn)
                     files[transform].write(" ".join(derived) + "\n")
                 files[ENGLISH].write(" ".join(english) + "\n")
                 words, pieces = words + len(w), pieces + len(english)
@@ -449,19 +541,23 @@ def _derive_text(cfg: DeriveConfig, sp: Any, path: str, outputs: Dict[str, str])
     return {"lines": lines, "words": words, "pieces": pieces}
 
 
-def _derive_tagged(cfg: DeriveConfig, sp: Any, path: str, outputs: Dict[str, str]):
+def _derive_tagged(
+    cfg: DeriveConfig, sp: Any, path: str, outputs: Dict[str, str], model: Optional[OrderModel]
+):
     sentences = read_tagged([path])
+    trees = read_trees(path) if model else []
     for s in sentences:
         check_words(s.words, s.where)
     flat = sp.encode([w for s in sentences for w in s.words], out_type=str)
     texts = {ENGLISH: format_tagged_tsv(sentences)}
     at = 0
     derived: Dict[str, List[TaggedSentence]] = {t: [] for t in cfg.transforms}
-    for s in sentences:
+    for k, s in enumerate(sentences):
         pieces = flat[at : at + len(s.words)]
         at += len(s.words)
+        syn = syntax_order(trees[k], model, cfg.seed) if model else None
         for transform in cfg.transforms:
-            derived[transform].append(derive_tagged(s, pieces, transform))
+            derived[transform].append(derive_tagged(s, pieces, transform, syn))
     texts.update({t: format_tagged_tsv(d) for t, d in derived.items()})
     for key, text in texts.items():
         with open(outputs[key], "w", encoding="utf-8", newline="\n") as f:
@@ -477,7 +573,14 @@ def derive_language(cfg: DeriveConfig) -> Dict[str, Any]:
     specials = spm_specials(sp)
     report: Dict[str, Any] = {"transforms": list(cfg.transforms), "text": {}, "tagged": {}}
     names = cfg.output_names()
+    model = None
+    if cfg.syn:
+        model, report["syn_model"] = french_model(cfg.syn_treebanks)
+        report["syn_model"]["treebanks"] = list(cfg.syn_treebanks)
     with staged_dir(cfg.output) as stage:
+        if model is not None:
+            with open(os.path.join(stage, SYN_MODEL_FILE), "w", encoding="utf-8") as f:
+                json.dump(model.to_json(), f, indent=0, sort_keys=True)
         if cfg.copies:
             rows = _english_rows(cfg, vocabulary, specials)
             pairs = bilingual_dictionary(dictionary_types(rows, specials), cfg.coverage, cfg.seed)
@@ -500,7 +603,7 @@ def derive_language(cfg: DeriveConfig) -> Dict[str, Any]:
         for tagged, path, name in names:
             outputs = {key: os.path.join(stage, key, name) for key in (ENGLISH,) + cfg.transforms}
             if tagged:
-                report["tagged"][name] = _derive_tagged(cfg, sp, path, outputs)
+                report["tagged"][name] = _derive_tagged(cfg, sp, path, outputs, model)
             else:
-                report["text"][name] = _derive_text(cfg, sp, path, outputs)
+                report["text"][name] = _derive_text(cfg, sp, path, outputs, model)
     return report
