@@ -240,6 +240,16 @@ def test_tlm_pairs_are_a_quarter_of_the_train_lines_drawn_with_the_seed():
         (["--curve", "1000,2520"], "each a positive multiple of 50"),
         (["--curve", "1k"], "--curve 1k:"),
         (["--curve", "100", "--updates", "100"], "with --updates 100: give one of the two"),
+        (["--transforms", "trans_syn"], "give --syn-treebank FILE.conllu"),
+        (
+            [
+                "--transforms",
+                "trans,trans_syn",
+                "--syn-treebank",
+                "tests/fixtures/udpos/" "fr_gsd-ud-test.excerpt.cols.conllu",
+            ],
+            "T_syn re-orders dependency trees",
+        ),
     ],
 )
 def test_bad_flags_are_one_line_before_any_work(tmp_path, flags, message):
@@ -293,7 +303,8 @@ def test_dict_mlm_runs_code_switched_and_the_synonym_row_names_its_mode(tmp_path
             "--tagged-dev", f"{fix}/dev-en.excerpt.tsv",
             "--tagged-test", f"{fix}/en_ewt-ud-dev.excerpt.conllu"]  # fmt: skip
     cfg = cli.config_from(cli.get_parser().parse_args(args))
-    assert "dict_mlm" in cfg.objectives and "dict_mlm_syn" not in cfg.objectives
+    assert cfg.objectives == ("mlm", "xlm_lid", "dict_mlm_lid", "align_mlm")  # the authors'
+    assert cli.recipe_note(cfg).startswith("POS fine-tuning: lr 0.0005, 3 epochs, batch 32")
     for objective, mode in (("dict_mlm", "code_switch"), ("dict_mlm_lid", "code_switch"),
                             ("dict_mlm_syn", "synonym_target")):  # fmt: skip
         command = st.pretrain(cfg, "trans", objective).command
@@ -362,3 +373,24 @@ def test_curve_progress_sums_the_logged_tokens_and_takes_a_resumed_runs_later_re
     payload = json.loads((tmp_path / "curve.json").read_text())
     assert [p["tokens"] for p in payload["points"]] == [200000.0, None]
     assert (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_trans_syn_reads_trees_everywhere_and_the_authors_recipe(tmp_path):
+    """With trans_syn every row pre-trains on the trees' words (one text for all), derive
+    gets the trees and the French treebanks; --finetune-recipe authors is their POS run."""
+    fix = "tests/fixtures/udpos"
+    conllu = f"{fix}/en_ewt-ud-dev.excerpt.conllu"
+    french = f"{fix}/fr_gsd-ud-dev.excerpt.cols.conllu"
+    args = ["--out", str(tmp_path / "run"), "--text", conllu, "--tagged-train", conllu,
+            "--tagged-dev", conllu, "--tagged-test", conllu, "--syn-treebank", french,
+            "--transforms", "trans,trans_inv,trans_syn", "--finetune-recipe", "authors"]  # fmt: skip
+    cfg = cli.config_from(cli.get_parser().parse_args(args))
+    assert cfg.syn and cfg.syn_treebanks == (french,)
+    derive = st.derive(cfg).command
+    assert derive[derive.index("--text") + 1].endswith("corpus/text.conllu")
+    assert derive[derive.index("--syn-treebank") + 1] == french
+    assert "trans,trans_inv,trans_syn" in derive
+    s = cfg.finetune
+    assert (s.lr, s.epochs, s.batch_size, s.max_length, cfg.max_pos_train) == (2e-5, 10, 32, 512, 0)
+    assert cli.recipe_note(cfg).endswith("(the authors')")
+    assert st.stage_names(cfg)[-1] == "test-trans_syn-align_mlm-sup"

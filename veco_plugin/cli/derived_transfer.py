@@ -21,9 +21,15 @@ extrapolated in examples/derived_transfer/README.md); ``--scale gpu`` (one GPU,
 tokens; ``--smoke`` is a pipeline check (minutes, meaningless numbers). DICT-MLM is the
 authors' code-switched input (``--dict-mlm-mode code_switch``); ``--objectives`` also takes
 ``dict_mlm_syn`` (Chaudhary et al.'s dictionary targets, ``synonym_target``). XLM and
-DICT-MLM run without language IDs by default; ``--objectives`` also takes ``xlm_lid`` and
-``dict_mlm_lid``, the two with XLM's language embeddings (``--language-embeddings``), as
-App. G.3-G.4 run them.
+DICT-MLM run with XLM's language embeddings by default (``xlm_lid``, ``dict_mlm_lid``:
+``--language-embeddings``, as App. G.3-G.4 and the authors' ``config_dictmlm.json``'s
+``num_langs`` run them); ``--objectives`` also takes ``xlm`` and ``dict_mlm``, the two
+without. ``--transforms trans_syn`` is the paper's third language (English with French's
+order of the dependents of nouns and verbs, then copied): it reads trees, so every
+``--text`` and POS file is CoNLL-U and ``--syn-treebank`` gives French treebanks; the rows
+set beside it (trans, trans_inv) pre-train on the same parsed text. ``--finetune-recipe
+authors`` fine-tunes as the authors (lr 2e-5, 10 epochs, batch 32, 512 positions, the
+full English train set); the table's notes name the recipe used.
 
 OUT holds the corpus, the sentencepiece model, the derived languages, every DATA,
 checkpoint, score, log (OUT/logs) and stamp (OUT/stamps: a re-run skips finished stages)
@@ -38,6 +44,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..corpora.derived import check_syn_inputs
 from ..derived_transfer import curve as regime
 from ..derived_transfer import report
 from ..derived_transfer import stages as st
@@ -47,7 +54,12 @@ from ..xtreme.stages import Settings
 from .common import check_at_least, run_cli
 
 PROG = "veco-derived-transfer"
-TRANSFORMS = ("trans", "trans_inv")
+TRANSFORMS = ("trans", "trans_inv", "trans_syn")
+DEFAULT_TRANSFORMS = ("trans", "trans_inv")
+FINETUNE_RECIPES = ("scale", "authors")
+AUTHORS_FINETUNE = {"lr": 2e-5, "epochs": 10, "batch_size": 32, "max_length": 512, "train": 0}
+"""the ALIGN-MLM authors' POS fine-tuning (Table 11 and their scripts): lr 2e-5, 10 epochs,
+batch 32, the tokenizer's 512 positions, the full English train set."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +142,15 @@ def get_parser() -> argparse.ArgumentParser:
     for split in st.POS_SPLITS:
         p.add_argument(f"--tagged-{split}", metavar="FILE", help=f"English POS {split} "
                        "(CoNLL-U *.conllu or word<TAB>tag)")  # fmt: skip
-    p.add_argument("--transforms", default=",".join(TRANSFORMS),
-                   help=f"comma-separated, of {', '.join(TRANSFORMS)} [%(default)s]")  # fmt: skip
+    p.add_argument("--transforms", default=",".join(DEFAULT_TRANSFORMS),
+                   help=f"comma-separated, of {', '.join(TRANSFORMS)}: trans a copy of every "
+                   "piece, trans_inv each sentence's words reversed then copied, trans_syn "
+                   "the dependents of every noun and verb re-ordered as French orders them "
+                   "(Wang & Eisner 2016; needs trees: every --text and POS file CoNLL-U, and "
+                   "--syn-treebank) then copied [%(default)s]")  # fmt: skip
+    p.add_argument("--syn-treebank", action="append", default=[], metavar="FILE",
+                   help="French CoNLL-U treebank T_syn's ordering model is trained on "
+                   "(repeat; with trans_syn)")  # fmt: skip
     p.add_argument("--objectives", default=",".join(st.DEFAULT_OBJECTIVES),
                    help=f"comma-separated, of {', '.join(st.OBJECTIVES)} "
                    "[%(default)s]")  # fmt: skip
@@ -182,10 +201,14 @@ def get_parser() -> argparse.ArgumentParser:
     for flag in ("layers", "embed-dim", "ffn-embed-dim", "attention-heads"):
         g.add_argument(f"--encoder-{flag}", type=int, help="overrides the --scale's and the arch's")
     g = p.add_argument_group("POS fine-tuning (paper, Table 11: lr 2e-5, 10 epochs, batch 32)")
+    g.add_argument("--finetune-recipe", choices=FINETUNE_RECIPES, default="scale",
+                   help="scale: the --scale's (below); authors: the ALIGN-MLM authors' (lr "
+                   "2e-5, 10 epochs, batch 32, 512 positions, the full English train set); "
+                   "the flags below override either [%(default)s]")  # fmt: skip
     g.add_argument("--finetune-lr", type=float, help="(cpu 5e-4: a tiny model needs more)")
     g.add_argument("--finetune-epochs", type=int, help="(cpu 3)")
     g.add_argument("--finetune-batch-size", type=int, help="(32)")
-    g.add_argument("--max-length", type=int, default=128, help="window positions [128]")
+    g.add_argument("--max-length", type=int, help="window positions (scale 128, authors 512)")
     return p
 
 
@@ -276,7 +299,12 @@ def config_from(args: argparse.Namespace) -> st.Config:
         check_at_least(getattr(args, flag), f"--{flag.replace('_', '-')}", 0)
     check_at_least(args.max_positions, "--max-positions", 8)
     curve = budgets(args.curve, args.updates)
-    check_at_least(args.max_length, "--max-length", 3)
+    authors = args.finetune_recipe == "authors"
+    max_length = _pick(args.max_length, AUTHORS_FINETUNE["max_length"] if authors else 128)
+    check_at_least(max_length, "--max-length", 3)
+    syn = "trans_syn" in _listed(args.transforms, TRANSFORMS, "--transforms")
+    if syn:
+        check_syn_inputs(args.text, list(tagged.values()), args.syn_treebank)
     size: List[str] = []
     arch = _pick(args.arch, scale.arch)
     defaults = dict(zip(scale.size[::2], scale.size[1::2])) if arch == scale.arch else {}
@@ -286,13 +314,17 @@ def config_from(args: argparse.Namespace) -> st.Config:
         if value is not None:
             size += [f"--encoder-{flag}", str(value)]
     gpus = 1 if gpu else 0
+    recipe = AUTHORS_FINETUNE if authors else {
+        "lr": scale.finetune_lr, "epochs": scale.finetune_epochs,
+        "batch_size": scale.finetune_batch_size, "train": scale.pos_train_sentences,
+    }  # fmt: skip
     finetune = Settings(
-        lr=_pick(args.finetune_lr, scale.finetune_lr),
-        epochs=_pick(args.finetune_epochs, scale.finetune_epochs),
-        max_length=args.max_length,
+        lr=_pick(args.finetune_lr, recipe["lr"]),
+        epochs=_pick(args.finetune_epochs, int(recipe["epochs"])),
+        max_length=max_length,
         max_question=0,
         doc_stride=0,
-        batch_size=_pick(args.finetune_batch_size, scale.finetune_batch_size),
+        batch_size=_pick(args.finetune_batch_size, int(recipe["batch_size"])),
         update_freq=1,
         warmup_updates=0,
         weight_decay=0.0,
@@ -312,7 +344,7 @@ def config_from(args: argparse.Namespace) -> st.Config:
         spm_model=args.spm_model,
         vocab_size=_pick(args.vocab_size, scale.vocab_size),
         max_text_lines=_pick(args.max_text_lines, scale.max_text_lines),
-        max_pos_train=_pick(args.pos_train_sentences, scale.pos_train_sentences),
+        max_pos_train=_pick(args.pos_train_sentences, int(recipe["train"])),
         valid_lines=_pick(args.valid_lines, scale.valid_lines),
         tlm_share=args.tlm_share,
         alpha=args.alpha,
@@ -325,6 +357,7 @@ def config_from(args: argparse.Namespace) -> st.Config:
         size=tuple(size),
         device=("--fp16",) if gpu else ("--cpu",),
         finetune=finetune,
+        syn_treebanks=tuple(args.syn_treebank) if syn else (),
         curve=curve,
     )
 
@@ -354,7 +387,7 @@ NOTES = (
     "the ALIGN-MLM authors' scripts",
     "DICT-MLM: code-switched inputs (the authors' collator); DICT-MLM (syn. target): "
     "Chaudhary et al.'s dictionary targets",
-    "language IDs: XLM and DICT-MLM run without; XLM+LID and DICT-MLM+LID add XLM's "
+    "language IDs: XLM and DICT-MLM (no +LID) run without; XLM+LID and DICT-MLM+LID add XLM's "
     "language embeddings (App. G.3-G.4) to every non-special token (its language is the "
     "token's own: the two vocabularies are disjoint; specials and <mask> get none; a "
     "code-switched token carries its translation's language)",
@@ -411,6 +444,16 @@ def curve_points(cfg: st.Config) -> List[regime.Point]:
     return points
 
 
+def recipe_note(cfg: st.Config) -> str:
+    """The POS fine-tuning used, beside the authors'."""
+    s = cfg.finetune
+    ours = (f"lr {s.lr:g}, {s.epochs} epochs, batch {s.batch_size}, {s.max_length} positions, "
+            f"{cfg.max_pos_train or 'all'} English train sentences")  # fmt: skip
+    theirs = "lr 2e-05, 10 epochs, batch 32, 512 positions, all English train sentences"
+    same = " (the authors')" if ours == theirs else f"; the authors': {theirs}"
+    return f"POS fine-tuning: {ours}{same}"
+
+
 def results(cfg: st.Config) -> str:
     """OUT/results.{md,json,png} of every model (with a curve: at its last budget, ρ over
     models, not over one model's budgets), and with a curve OUT/curve.{md,json,png}."""
@@ -427,7 +470,7 @@ def results(cfg: st.Config) -> str:
     }  # fmt: skip
     if cfg.curve:
         about["settings"]["curve"] = list(cfg.curve)
-    text = report.write(cfg.out, cells, about, NOTES)
+    text = report.write(cfg.out, cells, about, NOTES + (recipe_note(cfg),))
     if cfg.curve:
         notes = (NOTES[0], NOTES[3], CURVE_NOTE)
         text += "\n" + regime.write(cfg.out, curve_points(cfg), about, notes)

@@ -36,7 +36,7 @@ from .syntax_order import HEAD, Family, OrderModel, SideModel, head_class, node_
 from .syntax_order import train as train_model
 from .syntax_order import uniform_log_prob
 from .tagging import conllu_rows, is_conllu
-from .ud_xtreme import ConverterFailure, conllu_language, range_head, spans, xtreme_words
+from .ud_xtreme import ConverterFailure, _parents, conllu_language, range_head, spans, xtreme_words
 
 MAX_SAMPLED = 10
 """the largest family sampled (2^n subsets in eq. 3); larger ones keep their order."""
@@ -64,7 +64,7 @@ def tree_of(rows: Sequence[Sequence[str]], lang: str, where: str) -> Optional[Tr
     words = [r for r in rows if r[0].isdigit()]
     row = {int(r[0]): r for r in words}
     upos = {i: r[3] for i, r in row.items()}
-    parents = {i: {int(r[_HEAD])} for i, r in row.items() if r[_HEAD].isdigit()}
+    parents = _parents(words)  # as xtreme_words picks a multiword token's word
     node: Dict[int, int] = {}
     keeper: List[int] = []
     for k, (first, last, _) in enumerate(spans(rows)):

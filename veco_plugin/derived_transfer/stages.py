@@ -4,7 +4,8 @@
 corpus                     the pre-training text (``--text`` files, then the words of every
                            POS train sentence, a line each) -> OUT/corpus/text.txt; the
                            tagged train (the first ``--pos-train-sentences``), dev and test
-                           as TSV -> OUT/corpus/pos-{train,dev,test}.tsv
+                           as TSV -> OUT/corpus/pos-{train,dev,test}.tsv; with T_syn the
+                           trees too: text.conllu, pos-{train,dev,test}.conllu
 spm                        ``veco-spm train`` on it -> OUT/spm.model (or ``--spm-model``)
 derive                     ``veco-derive-language`` -> OUT/derived (en/, <transform>/,
                            dict.txt: English + copies, bilingual.txt: the dictionary)
@@ -44,8 +45,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE
-from ..corpora.tagging import format_tagged_tsv, read_tagged
+from ..corpora.derived import DICT_FILE, ENGLISH, MARKER, PAIRS_FILE, SYN, TRANSFORMS
+from ..corpora.tagging import conllu_rows, format_tagged_tsv, read_tagged
 from ..pipeline.runner import Stage, StageFailed
 from ..pretraining_command import USER_DIR, PretrainingCommand
 from ..xtreme import stages as xtreme
@@ -66,6 +67,8 @@ derived-tuned one); seqeval F1 the metric, accuracy beside."""
 DERIVED = "der"  # the derived language's code in DATA (mono/der, bi/en-der)
 POS_SPLITS = ("train", "dev", "test")
 TEXT = "text.txt"
+TREES = "text.conllu"
+"""with T_syn, the pre-training text's trees (``derive`` reads them, writes text.txt)."""
 LANGUAGES = "languages.txt"
 """each token's language (``--token-languages``), in OUT/data/<t>."""
 SAVE_EVERY = 500
@@ -114,10 +117,11 @@ OBJECTIVES: Dict[str, Objective] = {
 LANGUAGE_FLAGS = ("--language-embeddings", "2")  # en, der: --mono-langs' order
 
 
-DEFAULT_OBJECTIVES = ("mlm", "xlm", "dict_mlm", "align_mlm")
-"""``--objectives``' default: the paper's four (DICT-MLM code-switched, as the authors ran
-it); ``dict_mlm_syn`` is DICT-MLM with Chaudhary et al.'s dictionary targets, the +LID rows
-XLM and DICT-MLM with language embeddings, as App. G.3-G.4 run them."""
+DEFAULT_OBJECTIVES = ("mlm", "xlm_lid", "dict_mlm_lid", "align_mlm")
+"""``--objectives``' default: the paper's four as its authors ran them: XLM and DICT-MLM
+with language embeddings (App. G.3-G.4; ``config_dictmlm.json``'s ``num_langs``), DICT-MLM
+code-switched; ``xlm`` and ``dict_mlm`` are the two without, ``dict_mlm_syn`` DICT-MLM
+with Chaudhary et al.'s dictionary targets."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,8 @@ class Config:
     # fine-tuning (veco-xtreme's Settings)
     finetune: xtreme.Settings
     workers: int = 1
+    syn_treebanks: Tuple[str, ...] = ()
+    """the French treebanks T_syn's ordering model is trained on."""
     curve: Tuple[int, ...] = ()
     """a regime curve's budgets (ascending updates; the last is ``updates``): each model is
     pre-trained once and the model at every budget fine-tuned and scored; empty: the
@@ -174,6 +180,11 @@ class Config:
     def model_positions(self) -> int:
         """The model's ``--max-positions``: a pre-training segment and a POS window fit."""
         return max(self.max_positions, self.finetune.max_length)
+
+    @property
+    def syn(self) -> bool:
+        """T_syn among the transformations: every text and POS file is read as trees."""
+        return any(TRANSFORMS[t][0] == SYN for t in self.transforms)
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.out, *parts)
@@ -209,24 +220,49 @@ def _write(path: str, text: str) -> None:
     os.replace(path + ".part", path)
 
 
+def conllu_blocks(path: str) -> List[str]:
+    """Each sentence of CoNLL-U file ``path`` as its token lines and a blank line (the
+    sentences :func:`read_tagged` keeps, in order, and only those)."""
+    from ..corpora.ud_xtreme import conllu_language, xtreme_words
+
+    lang = conllu_language(path)
+    return [
+        "".join("\t".join(r) + "\n" for r in rows) + "\n"
+        for _, rows in conllu_rows(path)
+        if xtreme_words(rows, lang) is not None
+    ]
+
+
 def corpus(cfg: Config) -> Stage:
     def body(ctx: "StageContext") -> None:
         lines: List[str] = []
+        trees: List[str] = []  # with T_syn: each line's tree
         for path in cfg.texts:
+            if cfg.syn:
+                trees += conllu_blocks(path)
+                lines += [" ".join(s.words) for s in read_tagged([path])]
+                continue
             with open(path, encoding="utf-8") as f:
                 lines += [" ".join(x.split()) for x in f]
         lines = [x for x in lines if x]
         if cfg.max_text_lines:
-            lines = lines[: cfg.max_text_lines]
+            lines, trees = lines[: cfg.max_text_lines], trees[: cfg.max_text_lines]
         from_text = len(lines)
         for split in POS_SPLITS:
             sentences = read_tagged([cfg.tagged[split]])
+            blocks = conllu_blocks(cfg.tagged[split]) if cfg.syn else []
             if split == "train":  # all of them pre-train, the first max_pos_train fine-tune
                 lines += [" ".join(s.words) for s in sentences]
+                trees += blocks
                 sentences = sentences[: cfg.max_pos_train or None]
+                blocks = blocks[: cfg.max_pos_train or None]
             _write(cfg.path("corpus", f"pos-{split}.tsv"), format_tagged_tsv(sentences))
+            if cfg.syn:
+                _write(cfg.path("corpus", f"pos-{split}.conllu"), "".join(blocks))
             ctx.echo(f"pos-{split}: {len(sentences)} sentences from {cfg.tagged[split]}")
         _write(cfg.path("corpus", TEXT), "".join(x + "\n" for x in lines))
+        if cfg.syn:
+            _write(cfg.path("corpus", TREES), "".join(trees))
         words = sum(len(x.split()) for x in lines)
         ctx.echo(
             f"{TEXT}: {len(lines)} lines ({from_text} from --text, {len(lines) - from_text} "
@@ -234,7 +270,7 @@ def corpus(cfg: Config) -> Stage:
         )
 
     command = ["corpus", *cfg.texts, *(cfg.tagged[s] for s in POS_SPLITS)]
-    command += [str(cfg.max_text_lines), str(cfg.max_pos_train)]
+    command += [str(cfg.max_text_lines), str(cfg.max_pos_train)] + (["trees"] if cfg.syn else [])
     return Stage("corpus", command, body)
 
 
@@ -246,9 +282,16 @@ def spm(cfg: Config) -> Stage:
 
 def derive(cfg: Config) -> Stage:
     command = cfg.python + ["veco_plugin.cli.derive_language", "--spm-model", cfg.spm]
-    command += ["--output", cfg.path("derived"), "--text", cfg.path("corpus", TEXT)]
+    command += [
+        "--output",
+        cfg.path("derived"),
+        "--text",
+        cfg.path("corpus", TREES if cfg.syn else TEXT),
+    ]
     for split in POS_SPLITS:
-        command += ["--tagged", cfg.path("corpus", f"pos-{split}.tsv")]
+        command += ["--tagged", cfg.path("corpus", f"pos-{split}.{'conllu' if cfg.syn else 'tsv'}")]
+    for path in cfg.syn_treebanks if cfg.syn else ():
+        command += ["--syn-treebank", path]
     command += ["--transforms", ",".join(cfg.transforms)]
     command += ["--dictionary-coverage", str(cfg.coverage), "--seed", str(cfg.seed)]
     return Stage("derive", command, body=xtreme.fresh(cfg.path("derived")))
