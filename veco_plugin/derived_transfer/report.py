@@ -16,7 +16,12 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-TRANSFORM_LABELS = {"trans": "T_trans", "inv": "T_inv", "trans_inv": "T_trans∘T_inv"}
+TRANSFORM_LABELS = {
+    "trans": "T_trans",
+    "inv": "T_inv",
+    "trans_inv": "T_trans∘T_inv",
+    "trans_syn": "T_trans∘T_syn",
+}
 
 
 @dataclass(frozen=True)

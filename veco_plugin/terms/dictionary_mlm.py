@@ -12,8 +12,13 @@ joins the switched half ``S`` with probability ``p`` (``--dict-mlm-prob``, 0.5):
     y_i  = x_i               i in M       (every target the original token)
 
 The task has already applied 80/10/10 to every position of ``M``, drawn independently
-of ``S``; writing ``table[x_i]`` over the positions of ``S`` leaves exactly the
-collator's distribution. With ``--language-embeddings``/``--token-languages``
+of ``S``; writing ``table[x_i]`` over the positions of ``S`` leaves the collator's
+distribution given ``M``. Two differences remain in ``M`` and BERT's random tokens (the
+task's :class:`~veco_plugin.data.masking.MaskingScheme`, shared by every objective): the
+collator selects each token by a Bernoulli(0.15), the task selects ``int(0.15 n + U)`` of a
+segment's ``n`` tokens (the same mean, a smaller variance, at least one); and the
+collator draws random replacements from the natural language's ids only, the task from
+both languages' (1.5 % of the tokens). With ``--language-embeddings``/``--token-languages``
 (:mod:`..modules.language_embedding`) a token's language is a lookup by the token, so a
 swapped token carries its translation's language, as the collator sets the swapped
 token's language ID. (One difference remains: the collator's random replacement keeps the
