@@ -11,6 +11,8 @@ from fairseq.data import Dictionary
 from veco_plugin.corpora import derived as d
 from veco_plugin.corpora.gettext import read_catalog
 from veco_plugin.corpora.subwords import load_sentencepiece, train_sentencepiece
+from veco_plugin.corpora.syntax import read_trees, syntax_order
+from veco_plugin.corpora.syntax_order import OrderModel
 from veco_plugin.corpora.tagging import TaggedSentence, read_tagged
 from veco_plugin.corpora.tagging_data import encode_windows
 from veco_plugin.errors import VecoUserError
@@ -143,6 +145,53 @@ def test_tagging_pipeline_cuts_a_derived_word_into_exactly_its_copies(sp, senten
             e.sentence,
             e.first_word,
         )
+
+
+# ---------------------------------------------------------------------------- T_syn
+
+CONLLU = f"{FIX}/en_ewt-ud-dev.excerpt.conllu"
+# any weights make a model to compose with: adjectives after nouns, objects before verbs
+TOY_SYN = OrderModel({"Nuamod|ADJ<": -3.0, "Vrobj<@": 3.0, "Vr@<obj": -3.0})
+
+
+@pytest.mark.parametrize("transform", [d.SYN, d.TRANS_SYN])
+def test_syn_moves_tags_with_words_and_composes_with_the_copies(sp, transform):
+    """T_syn then segmentation then the copies, as for T_inv: tags travel with their
+    words; a derived word is exactly its English word's copies; lines likewise."""
+    copy = d.TRANSFORMS[transform][1]
+    trees = read_trees(CONLLU)
+    for tree, s in zip(trees, read_tagged([CONLLU])):
+        order = syntax_order(tree, TOY_SYN, seed=1)
+        assert sorted(order) == list(range(len(s.words)))
+        pieces = _pieces(sp, s.words)
+        out = d.derive_tagged(s, pieces, transform, order)
+        for i, j in enumerate(order):
+            assert out.tags[i] == s.tags[j]
+            if copy:
+                assert d.derived_word_pieces(out.words[i]) == d.transliterate(pieces[j])
+            else:
+                assert out.words[i] == s.words[j]
+        eng, der = d.derive_line(s.words, pieces, transform, order)
+        moved = [p for j in order for p in pieces[j]]
+        assert (d.untransliterate(der) if copy else der) == moved and len(eng) == len(der)
+    with pytest.raises(ValueError):
+        d.derive_line(s.words, pieces, transform)  # T_syn needs the tree's order
+
+
+def test_syn_text_and_tags_from_one_tree_come_out_alike(sp):
+    """A POS sentence that is also pre-training text gets one order in both."""
+    k, tree = max(enumerate(read_trees(CONLLU)), key=lambda x: len(x[1].words))
+    order = syntax_order(tree, TOY_SYN, seed=1)
+    assert order == syntax_order(tree, TOY_SYN, seed=1) != list(range(len(tree.words)))
+    windows = encode_windows(
+        sp,
+        [d.derive_tagged(read_tagged([CONLLU])[k], _pieces(sp, tree.words), d.TRANS_SYN, order)],
+        64,
+    )
+    english = TaggedSentence(
+        tuple(tree.words[i] for i in order), tuple(tree.tags[i] for i in order), "x"
+    )
+    assert windows[0].pieces == tuple(d.transliterate(encode_windows(sp, [english], 64)[0].pieces))
 
 
 def test_segment_words_mixes_english_and_derived_words_in_order(sp):
