@@ -383,7 +383,8 @@ def test_trans_syn_reads_trees_everywhere_and_the_authors_recipe(tmp_path):
     french = f"{fix}/fr_gsd-ud-dev.excerpt.cols.conllu"
     args = ["--out", str(tmp_path / "run"), "--text", conllu, "--tagged-train", conllu,
             "--tagged-dev", conllu, "--tagged-test", conllu, "--syn-treebank", french,
-            "--transforms", "trans,trans_inv,trans_syn", "--finetune-recipe", "authors"]  # fmt: skip
+            "--transforms", "trans,trans_inv,trans_syn",
+            "--finetune-recipe", "authors"]  # fmt: skip
     cfg = cli.config_from(cli.get_parser().parse_args(args))
     assert cfg.syn and cfg.syn_treebanks == (french,)
     derive = st.derive(cfg).command
