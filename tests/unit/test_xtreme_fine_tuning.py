@@ -161,3 +161,15 @@ def test_a_pair_is_cut_as_xtremes_longest_first(first, second, length, cut):
     got_a, got_b = cut_pair(a, b, length)
     assert got_a.split() == a.split()[: cut[0]]
     assert (got_b if got_b is None else got_b.split()) == (b if b is None else b.split()[: cut[1]])
+
+
+def test_xtremes_whitespace_mapping_widens_an_answer_to_its_words():
+    """benchmarks/qa_whitespace.py: the words (processors/squad.py's whitespace) an answer's
+    characters touch; Chinese without spaces gets its whole clause."""
+    from benchmarks.qa_whitespace import whitespace_answer
+    from veco_plugin.corpora.squad import Answer
+
+    context = "北京是中国的首都。\u202fIt has 21 million people."
+    assert whitespace_answer(context, Answer("中国", 3)) == "北京是中国的首都。"
+    assert whitespace_answer(context, Answer("21 mill", 17)) == "21 million"
+    assert whitespace_answer(context, Answer("people", 28)) == "people."

@@ -353,7 +353,7 @@ def run_all(args: argparse.Namespace, extra: Sequence[str]) -> int:
     """Every task whose folder is under ``--data`` (``DATA/<task>``: that task's ``--data``),
     one after the other into ``OUT/<task>``, then XTREME's summary (OUT/results.*). A
     re-run resumes task by task (each task's stamps); ``--max-length`` goes to the tasks
-    with windows, ``--max-question``/``--doc-stride`` to QA, fairseq-train's flags to the
+    that fine-tune, ``--max-question``/``--doc-stride`` to QA, fairseq-train's flags to the
     tasks that fine-tune."""
     if not args.data or not os.path.isdir(args.data):
         raise VecoUserError(
