@@ -9,7 +9,7 @@ DATA is ``veco-prepare-span-qa``'s layout (:mod:`..corpora.span_qa_data`)::
 
 The model is a :class:`..models.veco_token_tagger.VecoTokenTagger` with one 2-class token
 head (``--classification-head-name``, default ``span_qa``): start and end logits at every
-position. As RoBERTa fine-tuning, the LM head (and, plug-out, the cross-attention) is
+position, one projection of H^L (XTREME's ``qa_outputs``; ``--pooler-dropout 0``: none). As RoBERTa fine-tuning, the LM head (and, plug-out, the cross-attention) is
 unused: with ``pytorch_ddp`` add ``--find-unused-parameters``.
 
 ::
