@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+from fairseq.data.indexed_dataset import MMapIndexedDataset
 
 from tests.helpers.bucc import bucc_folder
 from tests.helpers.refusals import ran, refused
@@ -93,6 +94,9 @@ def test_udpos_table_for_the_checkpoint_and_random_initialization(udpos):
     assert not (out / "random" / "data").exists()
     # the learning rate decays to 0 at the last update (XTREME's linear schedule)
     assert "UPDATES = " in log and "| lr 0 |" in log
+    # XTREME's tagger (dropout 0.1, one projection); new random batches each epoch
+    assert "--pooler-dropout 0.1" in log and "--random-batches" in log
+    assert "creating new batches for epoch 2" in log and "--best-on-ties earlier" in log
 
 
 def test_a_rerun_skips_every_finished_stage(udpos, capsys):
@@ -174,6 +178,8 @@ def test_xquad_through_the_same_command(checkpoint, tmp_path):
         len(p["qas"]) for p in json.load(open(tests["de"]))["data"][0]["paragraphs"]
     )
     assert "| xquad F1 | en | de | avg |" in (out / "results.md").read_text()
+    log = (out / "logs" / "finetune-cold.log").read_text()
+    assert "--pooler-dropout 0.0" in log  # XTREME's qa_outputs: no dropout
 
 
 def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_path, capsys):
@@ -182,17 +188,30 @@ def test_pawsx_layout_through_the_same_command(pretrain_text, checkpoint, tmp_pa
     tsv = tmp_path / "tsv"
     args = ["--corpus", f"de={pretrain_text}", "--output", tsv, "--max-train", "600"]
     ran(gettext_paraphrase, args + ["--max-eval", "100", "--candidates", "1"], capsys)
-    out = tmp_path / "pawsx"
+    out, positions = tmp_path / "pawsx", _positions(checkpoint)
     run(
         "veco-xtreme",
         ["--task", "pawsx", "--checkpoint", f"cold={checkpoint}", "--out", out]
         + ["--train", tsv / "train.tsv", "--dev", tsv / "valid.tsv"]
         + ["--test", f"en={tsv / 'test_en.tsv'}", "--test", f"de={tsv / 'test_de.tsv'}"]
-        + QUICK,
+        + QUICK
+        + ["--max-length", str(positions)],
     )
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert set(rows["cold"]["accuracy"]) == {"en", "de", "avg"}
     assert all(0 <= v <= 100 for v in rows["cold"]["accuracy"].values())
+    # XTREME's checkpoint choice: the exact dev accuracy, the first of tied ones
+    log = (out / "logs" / "finetune-cold.log").read_text()
+    assert "--best-checkpoint-metric x_accuracy" in log and "--best-on-ties earlier" in log
+    assert "--pooler-dropout 0.1" in log and "--random-batches" in log
+    # every pair cut to the window: <s> a </s> + </s> b </s> (a, b binarized with their </s>)
+    for split in ("train", "valid", "test_de"):
+        # held: sizes is a view of the index's mmap, which the dataset closes when it goes
+        first, second = (
+            MMapIndexedDataset(str(out / "cold" / "data" / key / split))
+            for key in ("input0", "input1")
+        )
+        assert (first.sizes + second.sizes + 2).max() <= positions
 
 
 @pytest.mark.parametrize(
