@@ -8,10 +8,11 @@ two batches make an epoch), dropout off, so that one process with ``--update-fre
 and two ranks of one batch each compute the same updates (fp32 reduction order aside).
 """
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -19,7 +20,7 @@ import pytest
 import torch
 
 from tests.helpers.refusals import train_refused
-from tests.helpers.runner import BIN, REPO, env, json_logs, run
+from tests.helpers.runner import BIN, REPO, env, json_logs, run, start
 from tests.helpers.shards import assert_same_losses, losses, shard_train_args
 
 UPDATES = 8  # crosses into epoch 2 (shard 1)
@@ -34,15 +35,14 @@ def _free_port() -> int:
 
 
 def _torchrun(script, args, timeout=300):
-    proc = subprocess.run(
-        [*TORCHRUN, "--master-port", str(_free_port()), script, *[str(a) for a in args]],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    """torchrun's agent forked from the test process's warm interpreter (as ``run`` starts
+    fairseq-train; its ranks start cold, as torchrun starts them): its output."""
+    argv = [*TORCHRUN, "--master-port", str(_free_port()), script, *[str(a) for a in args]]
+    proc = start(argv)
+    out, _ = proc.communicate(timeout=timeout)
+    out = out.decode(errors="replace")
+    assert proc.returncode == 0, out[-6000:]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,8 @@ def test_torchrun_trains_one_job_and_resumes_on_one_or_two_processes(one_process
 def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
     """The variables srun sets for two tasks on one node: one 2-rank job."""
     port = _free_port()
-    procs = [
-        subprocess.Popen(
+    procs = [  # forked warm, each with its task's variables (read once training starts)
+        start(
             [
                 os.path.join(BIN, "fairseq-train"),
                 *shard_train_args(
@@ -121,10 +121,7 @@ def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
                     str(port),
                 ),
             ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env(
+            environ=env(
                 SLURM_JOB_ID="4242",
                 SLURM_JOB_NODELIST="localhost",
                 SLURM_STEP_NODELIST="localhost",
@@ -138,7 +135,7 @@ def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
         )
         for rank in range(2)
     ]
-    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    outputs = [p.communicate(timeout=300)[0].decode(errors="replace") for p in procs]
     for p, out in zip(procs, outputs):
         assert p.returncode == 0, out[-3000:]
     assert "srun: rank 0 of 2 (tcp://localhost:" in outputs[0]
@@ -147,12 +144,7 @@ def test_srun_environment_makes_one_job(one_process, shards, tmp_path):
 
 def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
     save = tmp_path / "busy"
-    first = subprocess.Popen(
-        [os.path.join(BIN, "fairseq-train"), *shard_train_args(shards, save, 100000)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env(),
-    )
+    first = start([os.path.join(BIN, "fairseq-train"), *shard_train_args(shards, save, 100000)])
     try:
         deadline = time.time() + 120
         lock = save / "train.lock"  # taken before the first update, the holder written in it
@@ -161,8 +153,9 @@ def test_a_second_run_on_the_same_save_dir_is_refused(shards, tmp_path):
             time.sleep(0.2)
         second = run("fairseq-train", shard_train_args(shards, save, 3), check=False)
     finally:
-        first.kill()
-        first.wait()
+        with contextlib.suppress(ProcessLookupError):  # it may have ended
+            os.killpg(first.pid, signal.SIGKILL)  # its whole process group
+        first.communicate()
     assert second.returncode == 1
     last = second.stderr.strip().splitlines()[-1]
     assert last.startswith(f"fairseq-train: error: --save-dir {save} is in use by another ")
