@@ -150,7 +150,8 @@ def test_bad_input_is_one_line_naming_the_file_line_and_fix(inputs, tmp_path, ca
     piece = f"{unknown}:{n}: token '▁zzqx' is not a piece"
     line = _refused(base + ["--dict", unknown], piece, capsys)
     assert "give the English dict.txt" in line
-    _refused(base + ["--transforms", "trans,syn"], "unknown transformation 'syn'", capsys)
+    _refused(base + ["--transforms", "trans,perm"], "unknown transformation 'perm'", capsys)
+    _refused(base + ["--transforms", "trans,syn"], "give --syn-treebank FILE.conllu", capsys)
     _refused(base + ["--dictionary-coverage", "1.5"], "give a fraction in (0, 1]", capsys)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
