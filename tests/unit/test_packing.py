@@ -7,12 +7,20 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+from fairseq import tasks
 from fairseq.data import ListDataset
 
+from tests.helpers.runner import USER_DIR, train_cfg
 from tests.helpers.toy import build, toy_dictionary
 from tests.helpers.word_list import table_criterion
 from veco_plugin.data.masking import MaskingScheme
-from veco_plugin.data.packing import packed_rows, partition, turned_rows
+from veco_plugin.data.packing import (
+    RowCost,
+    packed_rows,
+    partition,
+    position_cost,
+    turned_rows,
+)
 from veco_plugin.data.pair_dataset import VecoPairDataset
 from veco_plugin.models.requests import Packing, PlugOut, TwoStream
 from veco_plugin.modules.pair_layout import Halves
@@ -35,7 +43,7 @@ def adjacent_pairs(d, pack: bool, lines: int = 24, seed: int = 0) -> VecoPairDat
     data = ListDataset(corpus, np.array([len(t) for t in corpus]))
     scheme = MaskingScheme(0.3, d.index("<mask>"), d.pad(), d.nspecial, len(d))
     return VecoPairDataset.adjacent(
-        data, name="t", bos=d.bos(), max_len=32, scheme=scheme, pack=pack
+        data, name="t", bos=d.bos(), max_len=32, scheme=scheme, pack=RowCost() if pack else None
     )
 
 
@@ -56,10 +64,46 @@ def test_stacked_pairs_are_turned_to_even_the_halves():
     sizes = np.array([(5, 1), (5, 1), (5, 1), (5, 1), (2, 2)])
     rows, width = turned_rows(sizes, np.zeros(5, dtype=np.int64), 1)
     assert width == 14 and [turned for _, turned in rows[0]] == [False, True, False, True, False]
-    # rows about 6 wide: three of 7 (21 positions) beat five of 5 (25) and four of 7
+    # rows about 6 wide, up to 9: two of 8 (16 positions) beat three of 7 (21), five of 5
     rows, width = packed_rows(sizes, 6)
-    assert (len(rows), width) == (3, 7)
+    assert (len(rows), width) == (2, 8)
     assert sorted(i for row in rows for i, _ in row) == [0, 1, 2, 3, 4]
+
+
+def test_a_row_turning_cannot_even_gives_a_pair_away():
+    # rows of equal totals, but (10, 2) beside (6, 6) is 16 wide whichever way it lies:
+    # exchanged for (2, 10) of the other row, both rows are 12 wide
+    sizes = np.array([(10, 2), (2, 10), (6, 6), (6, 6)])
+    rows, width = turned_rows(sizes, np.array([0, 1, 0, 1]), 2)
+    assert width == 12
+    assert sorted(sorted(i for i, _ in row) for row in rows) == [[0, 1], [2, 3]]
+
+
+def test_wide_rows_pay_for_their_attention():
+    # six pairs of 8 and six of 4 a side: one a row is 12 rows of 8 (96 positions a half);
+    # six rows of 12 or three of 24 hold 72, the narrower wins the tie; with a small
+    # model's cost per position (1: the attention's work weighs as much as the pad's),
+    # one a row is the cheapest
+    sizes = np.array([(8, 8)] * 6 + [(4, 4)] * 6)
+
+    def layout(cost):
+        rows, width = packed_rows(sizes, 24, cost)
+        return len(rows), width
+
+    assert [layout(cost) for cost in (None, 1000.0, 1.0)] == [(6, 12), (6, 12), (12, 8)]
+    assert position_cost(64, 256) == 384  # veco_tiny: 2 d + f
+
+
+def test_the_task_weighs_rows_by_the_model_it_builds(tmp_path):
+    toy_dictionary().save(str(tmp_path / "dict.txt"))
+    cfg = train_cfg(
+        [tmp_path, "--user-dir", USER_DIR, "--task", "veco_pretraining", "--arch", "veco_tiny"]
+        + ["--criterion", "ca_mlm", "--mono-langs", "en", "--bi-pairs", "en-de", "--cpu"]
+    )
+    task = tasks.setup_task(cfg.task)
+    assert task.row_cost.position is None
+    task.build_model(cfg.model)
+    assert task.row_cost.position == position_cost(64, 256)
 
 
 def test_a_packed_batch_holds_each_token_once_with_positions_restarting_per_pair():

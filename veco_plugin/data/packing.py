@@ -17,7 +17,8 @@ Segments are numbered 1, 2, ... along a row; pad is segment 0.
 """
 
 import heapq
-from typing import Dict, List, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -77,51 +78,146 @@ def partition(totals: np.ndarray, rows: int, partners: int = 1) -> np.ndarray:
 
 def turned_rows(sizes: np.ndarray, row_of: np.ndarray, rows: int) -> Tuple[List[List[Item]], int]:
     """Each row's stacked pairs ``sizes`` (N, 2), the pairs with the most unequal sides
-    first, each turned or not so that its longer side goes to the row's shorter half.
-    Returns the rows and the width (the longest half)."""
-    placed: List[List[Item]] = []
-    width = 0
+    first, each turned or not so that its longer side goes to the row's shorter half;
+    then :func:`evened_halves`. Returns the rows and the width (the longest half)."""
+    turned = np.zeros(len(sizes), dtype=bool)
     for row in range(rows):
         upper = lower = 0
-        items: List[Item] = []
         for item in sorted(
             np.flatnonzero(row_of == row), key=lambda i: -abs(sizes[i, 0] - sizes[i, 1])
         ):
             x, y = int(sizes[item, 0]), int(sizes[item, 1])
-            turned = (x >= y) != (upper <= lower)
-            upper, lower = (upper + y, lower + x) if turned else (upper + x, lower + y)
-            items.append((int(item), turned))
-        placed.append(items)
-        width = max(width, upper, lower)
+            turned[item] = (x >= y) != (upper <= lower)
+            upper, lower = (upper + y, lower + x) if turned[item] else (upper + x, lower + y)
+    row_of, turned = evened_halves(sizes, row_of.copy(), turned, rows)
+    halves = np.where(turned[:, None], sizes[:, ::-1], sizes)
+    width = int(
+        max(np.bincount(row_of, weights=halves[:, h], minlength=rows).max() for h in (0, 1))
+    )
+    placed = [[(int(i), bool(turned[i])) for i in np.flatnonzero(row_of == r)] for r in range(rows)]
     return placed, width
 
 
-def packed_rows(sizes: np.ndarray, capacity: int, tries: int = 2) -> Tuple[List[List[Item]], int]:
-    """Rows about ``capacity`` wide of items ``sizes``: (N, 1) concatenated pairs, or
-    (N, 2) stacked pairs (which may lie turned: :func:`turned_rows`).
+def evened_halves(
+    sizes: np.ndarray, row_of: np.ndarray, turned: np.ndarray, rows: int, rounds: int = 64
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Local search on the stacked rows' width, the longest half of any row: while it
+    lowers the widest row's longest half without making another row as wide, one of that
+    row's pairs is turned, moved to another row (either way round) or exchanged for a
+    pair of one of the eight narrowest rows (each either way round); the best such step
+    each round, at most ``rounds`` rounds. ``sizes`` (N, 2); ``row_of`` (N,) and
+    ``turned`` (N,) bool are the start and come back changed."""
+    for _ in range(rounds):
+        halves = np.where(turned[:, None], sizes[:, ::-1], sizes)  # (N, 2) upper, lower
+        sums = np.stack(
+            [np.bincount(row_of, weights=halves[:, h], minlength=rows) for h in (0, 1)], 1
+        )
+        longest = sums.max(1)
+        widest = int(longest.argmax())
+        width = longest[widest]
+        mine = np.flatnonzero(row_of == widest)
+        narrow = np.argsort(longest, kind="stable")[:8]
+        theirs = np.flatnonzero(np.isin(row_of, narrow[narrow != widest]))
+        kept = sums[widest] - halves[mine]  # (k, 2): the widest row without each pair
+        ways = np.stack([halves, halves[:, ::-1]], 1)  # (N, 2 ways, 2 halves)
+        steps = []  # (the wider of the two rows after it, pair, its way, other row, other, way)
+        # turning a pair of the widest row
+        turn = np.maximum(kept[:, 0] + halves[mine, 1], kept[:, 1] + halves[mine, 0])
+        steps += [(turn[a], mine[a], 1, widest, -1, 0) for a in range(len(mine))]
+        # moving a pair (either way) to another row, or exchanging it for one of theirs
+        for way in (0, 1):
+            given = ways[mine, way]  # (k, 2)
+            moved = np.maximum(
+                kept.max(1)[:, None],
+                np.maximum(sums[None, :, 0] + given[:, :1], sums[None, :, 1] + given[:, 1:]),
+            )  # (k, R)
+            moved[:, widest] = np.inf
+            a, row = np.unravel_index(int(moved.argmin()), moved.shape)
+            steps.append((moved[a, row], mine[a], way, int(row), -1, 0))
+            left = sums[row_of[theirs]] - halves[theirs]  # (m, 2): their rows without them
+            for back in (0, 1):
+                taken = ways[theirs, back]  # (m, 2)
+                after = np.maximum.reduce(
+                    [
+                        kept[:, None, 0] + taken[None, :, 0],
+                        kept[:, None, 1] + taken[None, :, 1],
+                        left[None, :, 0] + given[:, None, 0],
+                        left[None, :, 1] + given[:, None, 1],
+                    ]
+                )  # (k, m)
+                if after.size:
+                    a, b = np.unravel_index(int(after.argmin()), after.shape)
+                    steps.append(
+                        (after[a, b], mine[a], way, int(row_of[theirs[b]]), theirs[b], back)
+                    )
+        best = min(steps, key=lambda step: step[0])
+        if best[0] >= width:
+            break
+        _, item, way, row, other, back = best
+        row_of[item], turned[item] = row, turned[item] != bool(way)
+        if other >= 0:
+            row_of[other], turned[other] = widest, turned[other] != bool(back)
+    return row_of, turned
 
-    Row counts tried: the fewest that could hold the items in rows of ``capacity`` and
-    the next ``tries - 1``; those of one, two and three items a row when no fewer. The
-    rows that hold the fewest positions (rows x width) win, the narrower on a tie; one
-    item a row among them, packing never pads more than padding would. A row may come
-    out a little wider than ``capacity``; no segment does (each side is at most
-    ``capacity``). Returns the rows, each ``(item, turned)`` in the order of its
+
+def packed_rows(
+    sizes: np.ndarray, capacity: int, position_cost: Optional[float] = None
+) -> Tuple[List[List[Item]], int]:
+    """Rows of items ``sizes``: (N, 1) concatenated pairs, or (N, 2) stacked pairs (which
+    may lie turned: :func:`turned_rows`), about ``capacity`` wide, up to half as wide again.
+
+    Row counts tried: the fewest that could hold the items in rows of ``1.5 * capacity``
+    and the next two; those of one to eight items a row, when no fewer. The cheapest rows
+    win, the narrower on a tie: R rows of width W cost ``R * W * (c + W)``,
+    ``c = position_cost`` (:func:`position_cost`: the attention's work grows with the
+    row's width, the linear maps' does not); without it, the fewest positions
+    ``R * W``. One item a row is among them, so packing never computes more positions
+    (nor costs more) than padding would. No segment is wider than ``capacity`` (each
+    side is at most that). Returns the rows, each ``(item, turned)`` in the order of its
     segments, and their width."""
     totals = sizes.sum(axis=1)
-    fewest = min(int(np.ceil(totals.sum() / sizes.shape[1] / capacity)), len(sizes))
-    counts = set(range(max(fewest, 1), min(fewest + tries - 1, len(sizes)) + 1))
-    counts |= {c for c in (-(-len(sizes) // k) for k in (1, 2, 3)) if c >= fewest}
-    best: Tuple[int, int, List[List[Item]]] = (-1, 0, [])
-    for count in sorted(counts):
+    fewest = min(int(np.ceil(totals.sum() / sizes.shape[1] / (1.5 * capacity))), len(sizes))
+    counts = set(range(max(fewest, 1), min(fewest + 2, len(sizes)) + 1))
+    counts |= {c for c in (-(-len(sizes) // k) for k in range(1, 9)) if c >= fewest}
+    per = sizes.shape[1]
+
+    def cost(count: int, width: int) -> float:
+        return count * width * (1.0 if position_cost is None else position_cost + width)
+
+    def floor(count: int) -> int:  # no row of ``count`` is narrower
+        return max(-(-int(totals.sum()) // (per * count)), int(sizes.max()))
+
+    best: Tuple[float, int, List[List[Item]]] = (np.inf, 0, [])
+    for count in sorted(counts, key=lambda c: (cost(c, floor(c)), floor(c))):
+        if (cost(count, floor(count)), floor(count)) >= best[:2]:
+            break  # nor can any later one beat it
         row_of = partition(totals, count)
-        if sizes.shape[1] == 2:
+        if per == 2:
             rows, width = turned_rows(sizes, row_of, count)
         else:
             rows = [[(int(i), False) for i in np.flatnonzero(row_of == r)] for r in range(count)]
             width = int(np.bincount(row_of, weights=totals, minlength=count).max())
-        if best[0] < 0 or (count * width, width) < best[:2]:
-            best = (count * width, width, rows)
+        if (cost(count, width), width) < best[:2]:
+            best = (cost(count, width), width, rows)
     return best[2], best[1]
+
+
+@dataclass
+class RowCost:
+    """What the packed rows of a data set are weighed by: :func:`packed_rows`'
+    ``position_cost``, set once the model is built (the task's ``build_model``, before
+    any batch is collated); None until then: the fewest positions."""
+
+    position: Optional[float] = None
+
+
+def position_cost(embed_dim: int, ffn_dim: int) -> float:
+    """A position's multiply-adds in a layer's linear maps (``4 d^2`` for the query, key,
+    value and output projections, ``2 d f`` for the FFN) over those of its attention per
+    key it attends to (``2 d``: a row of scores and a row of the weighted sum): ``2 d + f``.
+    A row W wide costs ``W (2 d + f + W)`` a layer, so wide rows pay for less pad only
+    up to a point, nearer for small models."""
+    return 2.0 * embed_dim + ffn_dim
 
 
 class RowWriter:
@@ -164,9 +260,12 @@ class RowWriter:
         }
 
 
-def packed_pairs(samples: List[Dict], capacity: int, pad: int) -> Dict[str, torch.Tensor]:
+def packed_pairs(
+    samples: List[Dict], capacity: int, pad: int, position_cost: Optional[float] = None
+) -> Dict[str, torch.Tensor]:
     """The stacked layout (see the module doc) of ``samples`` (``x``, ``y``,
-    ``x_target``, ``y_target``), rows about ``capacity`` wide (:func:`packed_rows`).
+    ``x_target``, ``y_target``), rows about ``capacity`` wide (:func:`packed_rows`, with
+    ``position_cost``).
 
     A pair may lie turned, its y in the upper row and its x in the lower: VECO's two
     streams treat the sides alike (each attends to the other's H^L), and turning is
@@ -177,7 +276,7 @@ def packed_pairs(samples: List[Dict], capacity: int, pad: int) -> Dict[str, torc
     (2R, T), T the widest row, and ``pair_first`` (2R, T) bool: the positions of an x.
     """
     sizes = np.array([(len(s["x"]), len(s["y"])) for s in samples], dtype=np.int64)
-    rows, width = packed_rows(sizes, capacity)
+    rows, width = packed_rows(sizes, capacity, position_cost)
     out = RowWriter(2 * len(rows), width, pad)
     first = np.zeros((2 * len(rows), width), dtype=bool)
     for r, row in enumerate(rows):
@@ -193,10 +292,14 @@ def packed_pairs(samples: List[Dict], capacity: int, pad: int) -> Dict[str, torc
 
 
 def packed_concatenations(
-    samples: List[Dict], capacity: int, width: int, pad: int
+    samples: List[Dict],
+    capacity: int,
+    width: int,
+    pad: int,
+    position_cost: Optional[float] = None,
 ) -> Dict[str, torch.Tensor]:
-    """The concatenated layout (see the module doc) of ``samples``, rows of at most
-    about ``capacity`` wide (:func:`packed_rows`).
+    """The concatenated layout (see the module doc) of ``samples``, rows about
+    ``capacity`` wide (:func:`packed_rows`, with ``position_cost``).
 
     Returns ``concat_tokens``, ``concat_target``, ``concat_segments``,
     ``concat_positions`` (R, T: positions run on across ``x ‖ y``, VECO's),
@@ -208,7 +311,7 @@ def packed_concatenations(
     """
     lengths = np.array([(len(s["x"]), len(s["y"])) for s in samples], dtype=np.int64)
     totals = lengths.sum(axis=1, keepdims=True)
-    rows, row_width = packed_rows(totals, capacity)
+    rows, row_width = packed_rows(totals, capacity, position_cost)
     out = RowWriter(len(rows), row_width, pad)
     starts = np.zeros(len(samples), dtype=np.int64)
     for r, row in enumerate(rows):

@@ -10,7 +10,7 @@ from fairseq.data import FairseqDataset, data_utils
 
 from ..modules.pair_layout import Halves
 from .masking import MaskingScheme
-from .packing import packed_concatenations, packed_pairs
+from .packing import RowCost, packed_concatenations, packed_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +36,9 @@ class VecoPairDataset(FairseqDataset):
     (:class:`~veco_plugin.data.word_links.VecoWordLinks`): each item then carries its
     piece links and batches a ``links`` matrix (WEAM's A, eq. 5); links beyond a
     truncated side are dropped with a counted warning.
-    ``pack``: several pairs to a row (``veco_plugin.data.packing``), rows of
-    ``max_len`` positions; else one pair a row, padded.
+    ``pack``: several pairs to a row (``veco_plugin.data.packing``), rows of about
+    ``max_len`` positions (``2 * max_len`` for the concatenations, as wide as a padded
+    one can be), chosen by the cost ``pack`` holds; None: one pair a row, padded.
     Token cost of a pair = the padded positions its batch holds: ``2 * max(|x|, |y|)``
     for the stacked pair, ``+ 2 * max(|x|, |y|)`` (a bound on ``|x| + |y|``) for the
     concatenation, so a batch's padded tensors never exceed ``--max-tokens`` (packed
@@ -58,7 +59,7 @@ class VecoPairDataset(FairseqDataset):
         shuffle: bool = True,
         concat: bool = True,
         links=None,
-        pack: bool = False,
+        pack: Optional[RowCost] = None,
     ):
         super().__init__()
         self.pack = pack
@@ -195,7 +196,7 @@ class VecoPairDataset(FairseqDataset):
         """
         if not samples:
             return None
-        if self.pack:
+        if self.pack is not None:
             return self._packed(samples)
 
         def pad(seqs):
@@ -230,16 +231,21 @@ class VecoPairDataset(FairseqDataset):
 
     def _packed(self, samples: List[Dict]) -> Dict:
         """The collater's batch with several pairs a row."""
+        assert self.pack is not None
         batch: Dict[str, Any] = {
             "id": torch.LongTensor([s["id"] for s in samples]),
             "nsentences": len(samples),
             "ntokens": int(sum(len(s["x"]) + len(s["y"]) for s in samples)),
-            **packed_pairs(samples, self.max_len, self.pad),
+            **packed_pairs(samples, self.max_len, self.pad, self.pack.position),
         }
         batch["pair_masked"] = int(batch["pair_target"].ne(self.pad).sum())
         width = max(max(len(s["x"]), len(s["y"])) for s in samples)
         if self.concat:
-            batch.update(packed_concatenations(samples, self.max_len, width, self.pad))
+            batch.update(
+                packed_concatenations(
+                    samples, 2 * self.max_len, width, self.pad, self.pack.position
+                )
+            )
             batch["concat_masked"] = int(batch["concat_target"].ne(self.pad).sum())
         if any("links" in s for s in samples):
             batch["links"] = self._collate_links(samples, width)

@@ -34,6 +34,7 @@ from ..data.binarized import missing_split, splits_in
 from ..data.dictionary import MASK, load_dictionary_with_mask
 from ..data.language_mix import VecoConcatDataset, VecoResamplingDataset
 from ..data.masking import MaskingScheme
+from ..data.packing import RowCost, position_cost
 from ..data.pair_dataset import VecoPairDataset
 from ..data.token_languages import read_token_languages
 from ..data.word_links import alignment_prefix, load_word_links
@@ -320,6 +321,7 @@ class VecoPretrainingTask(FairseqTask):
         self._shards_checked = False
         self._warm_start = False  # the criterion's terms fail from random weights
         self._reads_links: Tuple[str, ...] = ()  # the criterion's terms reading word links
+        self.row_cost = RowCost()  # what packing weighs rows by: set by build_model
 
     @classmethod
     def setup_task(cls, cfg: VecoPretrainingConfig, **kwargs):
@@ -399,7 +401,7 @@ class VecoPretrainingTask(FairseqTask):
             seed=self.cfg.seed,
             shuffle=shuffle,
             concat=False,
-            pack=not self.cfg.pad_pairs,
+            pack=None if self.cfg.pad_pairs else self.row_cost,
         )
 
     def _bi(self, data: str, pair: str, split: str, shuffle: bool) -> VecoPairDataset:
@@ -431,7 +433,7 @@ class VecoPretrainingTask(FairseqTask):
             scheme=self._scheme(self.cfg.bi_mask_prob),
             seed=self.cfg.seed,
             shuffle=shuffle,
-            pack=not self.cfg.pad_pairs,
+            pack=None if self.cfg.pad_pairs else self.row_cost,
         )
 
     def _mix(self, datasets: List[VecoPairDataset], train: bool, epoch: int):
@@ -525,8 +527,11 @@ class VecoPretrainingTask(FairseqTask):
         gets ``--pretrained-xlmr``'s weights, then the parts its objective needs
         (XLM-Align's pointer network, WEAM's exchange head: ``VecoModel.fit_objective``,
         from the model's args). fairseq-train builds the model, then the criterion,
-        then the optimizer, and loads checkpoints into it."""
+        then the optimizer, and loads checkpoints into it. Packing weighs rows by the
+        model's size from here on (:func:`~veco_plugin.data.packing.position_cost`)."""
         model = super().build_model(cfg, from_checkpoint)
+        ffn = model.sentence_encoder.layers[0].fc1
+        self.row_cost.position = position_cost(ffn.in_features, ffn.out_features)
         if from_checkpoint:
             return model
         check_model(cfg, model)

@@ -7,10 +7,11 @@ DATA is ``veco-prepare-span-qa``'s layout (:mod:`..corpora.span_qa_data`)::
     DATA/targets/{split}.{bin,idx}           (start, end) per window, (0, 0) = no answer
     DATA/qa_windows.json, DATA/spm.model     for veco-qa-eval
 
-The model is a :class:`..models.veco_token_tagger.VecoTokenTagger` with one 2-class token
-head (``--classification-head-name``, default ``span_qa``): start and end logits at every
-position, one projection of H^L (XTREME's ``qa_outputs``; ``--pooler-dropout 0``: none). As RoBERTa fine-tuning, the LM head (and, plug-out, the cross-attention) is
-unused: with ``pytorch_ddp`` add ``--find-unused-parameters``.
+The model is a :class:`..models.veco_token_tagger.VecoTokenTagger` with one 2-class token head
+(``--classification-head-name``, default ``span_qa``): start and end logits at every position,
+one projection of H^L (XTREME's ``qa_outputs``; ``--pooler-dropout 0``: none). As RoBERTa
+fine-tuning, the LM head (and, plug-out, the cross-attention) is unused: with ``pytorch_ddp``
+add ``--find-unused-parameters``.
 
 ::
 

@@ -9,8 +9,9 @@ DATA is ``veco-prepare-tagging``'s layout::
     DATA/spm.model                           the sentencepiece model the windows came from
 
 The head (:class:`..models.veco_token_tagger.VecoTokenHead`: dropout at ``--pooler-dropout``,
-one projection, XTREME's tagger) has one class per tag of the train split. As RoBERTa fine-tuning, the LM head (and, plug-out, the
-cross-attention) is unused: with ``pytorch_ddp`` add ``--find-unused-parameters``.
+one projection, XTREME's tagger) has one class per tag of the train split. As RoBERTa
+fine-tuning, the LM head (and, plug-out, the cross-attention) is unused: with ``pytorch_ddp``
+add ``--find-unused-parameters``.
 
 ::
 
