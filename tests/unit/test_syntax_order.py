@@ -30,10 +30,10 @@ def test_partition_function_and_samples_are_exact():
         assert so.log_partition_table(scores)[-1] == pytest.approx(log_z, abs=1e-9)
     scores = rng.normal(size=(3, 3)) * 2
     table = so.log_partition_table(scores)
-    draws = Counter(tuple(so.sample_order(scores, rng, table)) for _ in range(4000))
+    draws = Counter(tuple(so.sample_order(scores, rng, table)) for _ in range(2000))
     for p in permutations(range(3)):
         exact = math.exp(so.order_score(scores, p) - table[-1])
-        assert draws[p] / 4000 == pytest.approx(exact, abs=0.03)  # 4000 draws: SE <= 0.008
+        assert draws[p] / 2000 == pytest.approx(exact, abs=0.035)  # 2000 draws: 3 SE <= 0.034
 
 
 def test_trees_hold_xtremes_words_and_tags():
