@@ -175,17 +175,15 @@ def test_data_with_another_dictionary_is_refused(run):
 
 def test_interactive_agrees_with_generate(run):
     """fairseq-interactive (raw text; the task prepends <s> to each source) and
-    fairseq-generate (binarized test set) give the same hypotheses."""
+    fairseq-generate (binarized test set) give the same hypotheses. The raw text is the
+    file fairseq-interactive reads (``--input``; its stdin goes through the same reader),
+    so that the command starts warm like the others here."""
     gen = _generate(run["nmt"], run["checkpoint"], "--batch-size", "1").stdout
     hyps = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", gen, re.M))
-    with open(run["root"] / "text" / "test.en", encoding="utf-8") as f:
-        sources = f.read()
-    proc = run_script(
-        "fairseq-interactive",
-        [run["nmt"], *COMMON, "--task", "translation_from_pretrained_veco", "-s", "en",
-         "-t", "de", "--path", run["checkpoint"], "--beam", "5", "--max-len-b", "30",
-         "--buffer-size", "1", "--batch-size", "1"],
-        input=sources,
+    proc = _run(
+        "fairseq-interactive", run["nmt"], *COMMON, "--task", "translation_from_pretrained_veco",
+        "-s", "en", "-t", "de", "--path", run["checkpoint"], "--beam", "5", "--max-len-b", "30",
+        "--buffer-size", "1", "--batch-size", "1", "--input", run["root"] / "text" / "test.en",
     )  # fmt: skip
     interactive = re.findall(r"^H-\d+\t\S+\t(.*)$", proc.stdout, re.M)
     assert len(interactive) == N_TEST
