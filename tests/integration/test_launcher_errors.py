@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from tests.helpers.runner import BIN, env
+from tests.helpers.runner import BIN, WARM, env
 from tests.helpers.shards import shard_train_args
 from tests.helpers.slurm import free_ports
 
@@ -45,10 +45,16 @@ def _broken(shards, save):
 CASES = pytest.mark.parametrize("case", [_refused, _broken], ids=["refused-flag", "broken-shard"])
 
 
-def _torchrun(args, **kw):
+def _torchrun(args, timeout):
+    """torchrun's agent forked from the test process's warm interpreter (its ranks start
+    cold, as torchrun starts them): returncode, stdout and stderr."""
     port = free_ports(1)[0]
     cmd = [*TORCHRUN, "--master-port", str(port), os.path.join(BIN, "fairseq-train"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env(), **kw)
+    agent = WARM.popen(cmd, env(), merge_stderr=False)
+    if agent is None:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout)
+    out, err = (b.decode(errors="replace") for b in agent.communicate(timeout))
+    return subprocess.CompletedProcess(cmd, agent.returncode, out, err)
 
 
 def _srun_tasks(args):
