@@ -13,7 +13,7 @@ import torch
 
 from tests.helpers.hf_xlmr import TEXT, hf_dir, xlmr_spm
 from tests.helpers.refusals import ran
-from tests.helpers.runner import BIN, REPO, env
+from tests.helpers.runner import REPO, env, run
 from tests.helpers.toy import build
 from veco_plugin.checkpoints.encoder import load_encoder
 from veco_plugin.cli import align, init_nmt, retrieve
@@ -50,13 +50,8 @@ assert hidden < 1e-5 and mlm < 1e-5
 
 
 def _import(*args, check=True):
-    proc = subprocess.run(
-        [os.path.join(BIN, "veco-import-hf"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env(),
-    )
+    """veco-import-hf ``args`` (started warm, as ``run`` starts the other commands)."""
+    proc = run("veco-import-hf", list(args), check=False, cwd=REPO)
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
