@@ -1,12 +1,12 @@
 """``veco-derived-transfer``: ALIGN-MLM's controlled transfer experiment (Tang et al.,
-Table 3, Table 8, Figure 3 / App. E) in one command: English and a derived language
-(T_trans, T_trans∘T_inv), one model per transformation and objective (MLM, XLM, DICT-MLM,
-ALIGN-MLM), POS fine-tuned on English (ZS) and on the derived language (SUP), the model
-after the last epoch of each scored on the derived language's dev file, as the authors'
-scripts; Δ = SUP − ZS in seqeval F1 (the paper's POS metric; accuracy beside), the
-alignment scores of each model (over the vocabulary, inside and outside the dictionary,
-after ZS fine-tuning, with language vectors) and the Spearman correlation of alignment
-and Δ.
+Table 3, Table 5, Table 8, Figure 3 / App. E) in one command: English and a derived
+language (T_trans, T_trans∘T_inv, T_trans∘T_syn), one model per transformation and
+objective (MLM, XLM, DICT-MLM, ALIGN-MLM), POS fine-tuned on English (ZS) and on the
+derived language (SUP), the model after the last epoch of each scored on the derived
+language's dev file, as the authors' scripts; Δ = SUP − ZS in seqeval F1 (the paper's
+POS metric; accuracy beside), the alignment scores of each model (over the vocabulary,
+inside and outside the dictionary, after ZS fine-tuning, with language vectors) and the
+Spearman correlation of alignment and Δ.
 
 ::
 
@@ -447,7 +447,8 @@ def curve_points(cfg: st.Config) -> List[regime.Point]:
 def recipe_note(cfg: st.Config) -> str:
     """The POS fine-tuning used, beside the authors'."""
     s = cfg.finetune
-    ours = (f"lr {s.lr:g}, {s.epochs} epochs, batch {s.batch_size}, {s.max_length} positions, "
+    epochs = f"{s.epochs} epoch{'s' if s.epochs != 1 else ''}"
+    ours = (f"lr {s.lr:g}, {epochs}, batch {s.batch_size}, {s.max_length} positions, "
             f"{cfg.max_pos_train or 'all'} English train sentences")  # fmt: skip
     theirs = "lr 2e-05, 10 epochs, batch 32, 512 positions, all English train sentences"
     same = " (the authors')" if ours == theirs else f"; the authors': {theirs}"
