@@ -104,6 +104,13 @@ class VecoModel(RobertaModel):
             help="with --checkpoint-activations: keep the saved layer inputs on the CPU",
         )
         parser.add_argument(
+            "--compile-layers",
+            action="store_true",
+            help="torch.compile every encoder layer (both streams): fewer, larger kernels; "
+            "the first update of a new shape compiles (a minute or two), a second shape "
+            "compiles for every shape; the weights and checkpoints are the same",
+        )
+        parser.add_argument(
             "--language-embeddings",
             type=int,
             metavar="N",

@@ -22,6 +22,10 @@ class VecoTransformerEncoder(TransformerEncoder):
         layer = VecoEncoderLayer(cfg)
         if cfg.checkpoint_activations:  # both streams go through layer.forward
             layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        if getattr(args, "compile_layers", False):
+            # in place: the parameters keep their names (checkpoints are unchanged); shapes
+            # first compile static, then once with dynamic sizes (torch's automatic dynamic)
+            layer.compile()
         return layer
 
     def forward_stream(
