@@ -23,6 +23,7 @@ import pytest
 
 from tests.helpers.runner import REPO, env
 from veco_plugin.objectives import OBJECTIVES, objective
+from veco_plugin.pipeline.warm import BROKER_ENV
 from veco_plugin.quickstart import __main__ as quickstart
 from veco_plugin.quickstart.stages import RANDOM, labels
 
@@ -56,6 +57,9 @@ def _again(capsys, monkeypatch, *args) -> subprocess.CompletedProcess:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONUNBUFFERED"):
         monkeypatch.setenv(var, "1")  # main() sets them for its stages: restored after
     monkeypatch.setenv("PATH", env()["PATH"])  # the venv's bin first, as the script puts it
+    # its stages fork from the zygotes the smoke run's stages forked from (the test
+    # process's broker, which that run was given too), not from zygotes of their own
+    monkeypatch.setenv(BROKER_ENV, env()[BROKER_ENV])
     capsys.readouterr()
     try:
         code = quickstart.main([str(a) for a in args])
