@@ -16,6 +16,8 @@ Each hook lives beside the code it serves and has its own idempotent ``install()
                                     the first (XTREME's rule)
 ``data.binarized``                  a ``.bin`` shorter than its index -> ``VecoUserError``
 ``train_flags``                     fairseq-train's start-up checks (the batch size)
+``collating_threads``               training's batch-collating thread stopped when ``main``
+                                    returns (it aborted the interpreter's finalization)
 ``warning_filters``                 torch's warnings about fairseq's own calls, silenced
 ``distributed.launch``              torchrun and Slurm on machines without GPUs; the
                                     process ends after torch's excepthook has written
@@ -33,7 +35,7 @@ def install() -> None:
     """Install every hook, in the order above; idempotent. The excepthook comes first,
     before torch and fairseq are imported: a Ctrl-C while they load is one line too."""
     errors.install()
-    from . import train_flags, warning_filters
+    from . import collating_threads, train_flags, warning_filters
     from .checkpoints import atomic, best_ties, interrupts, load_errors, trusted_load
     from .data import binarized
     from .distributed import cpu_ddp, launch, save_dir_lock
@@ -45,6 +47,7 @@ def install() -> None:
     best_ties.install()
     binarized.install()
     train_flags.install()
+    collating_threads.install()
     warning_filters.install()
     launch.install()
     cpu_ddp.install()
