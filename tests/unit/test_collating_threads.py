@@ -32,7 +32,8 @@ SCRIPT = textwrap.dedent("""
         for _ in range(3):
             next(batches)
 
-    args = options.parse_args_and_arch(options.get_training_parser(), ["DATA", "--cpu", "--arch", "roberta", "--task", "masked_lm"])
+    flags = ["DATA", "--cpu", "--arch", "roberta", "--task", "masked_lm"]
+    args = options.parse_args_and_arch(options.get_training_parser(), flags)
     utils.call_main(convert_namespace_to_omegaconf(args), main)
     print("trained")
     """)
