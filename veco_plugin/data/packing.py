@@ -120,10 +120,11 @@ def evened_halves(
         theirs = np.flatnonzero(np.isin(row_of, narrow[narrow != widest]))
         kept = sums[widest] - halves[mine]  # (k, 2): the widest row without each pair
         ways = np.stack([halves, halves[:, ::-1]], 1)  # (N, 2 ways, 2 halves)
-        steps = []  # (the wider of the two rows after it, pair, its way, other row, other, way)
+        # (the wider of the two rows after it, pair, its way, other row, other pair, its way)
+        steps: List[Tuple[float, int, int, int, int, int]] = []
         # turning a pair of the widest row
         turn = np.maximum(kept[:, 0] + halves[mine, 1], kept[:, 1] + halves[mine, 0])
-        steps += [(turn[a], mine[a], 1, widest, -1, 0) for a in range(len(mine))]
+        steps += [(float(turn[a]), int(mine[a]), 1, widest, -1, 0) for a in range(len(mine))]
         # moving a pair (either way) to another row, or exchanging it for one of theirs
         for way in (0, 1):
             given = ways[mine, way]  # (k, 2)
@@ -133,7 +134,7 @@ def evened_halves(
             )  # (k, R)
             moved[:, widest] = np.inf
             a, row = np.unravel_index(int(moved.argmin()), moved.shape)
-            steps.append((moved[a, row], mine[a], way, int(row), -1, 0))
+            steps.append((float(moved[a, row]), int(mine[a]), way, int(row), -1, 0))
             left = sums[row_of[theirs]] - halves[theirs]  # (m, 2): their rows without them
             for back in (0, 1):
                 taken = ways[theirs, back]  # (m, 2)
@@ -148,13 +149,20 @@ def evened_halves(
                 if after.size:
                     a, b = np.unravel_index(int(after.argmin()), after.shape)
                     steps.append(
-                        (after[a, b], mine[a], way, int(row_of[theirs[b]]), theirs[b], back)
+                        (
+                            float(after[a, b]),
+                            int(mine[a]),
+                            way,
+                            int(row_of[theirs[b]]),
+                            int(theirs[b]),
+                            back,
+                        )
                     )
         best = min(steps, key=lambda step: step[0])
         if best[0] >= width:
             break
-        _, item, way, row, other, back = best
-        row_of[item], turned[item] = row, turned[item] != bool(way)
+        _, item, way, to_row, other, back = best
+        row_of[item], turned[item] = to_row, turned[item] != bool(way)
         if other >= 0:
             row_of[other], turned[other] = widest, turned[other] != bool(back)
     return row_of, turned

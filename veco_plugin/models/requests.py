@@ -73,7 +73,9 @@ class PlugOut:
     the masked positions; ``layers``: hidden states to keep (0 = embeddings, L = H^L);
     ``pointer`` / ``exchange``: heads on the same forward (``tokens`` a concatenated
     pair; they need ``VecoModel.build_extension``). ``masked_count``: see
-    :data:`MASKED_COUNT`."""
+    :data:`MASKED_COUNT`. ``target`` (B, T): the gold tokens at ``masked``: a model
+    with ``--fused-lm-loss`` hands back their ``scores`` in place of the logits
+    (not with ``exchange``, which reads the logits)."""
 
     tokens: Tensor
     masked: Optional[Tensor] = None
@@ -84,6 +86,7 @@ class PlugOut:
     masked_count: Optional[int] = None
     padded: bool = True
     packing: Optional[Packing] = None
+    target: Optional[Tensor] = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ class TwoStream:
     logits (eqs. 12-13, with ``need_s``); ``features``: H^L and S^L themselves;
     ``stop_gradient``: H^L is a constant in the S stream (paper §2.2);
     ``masked_count``: see :data:`MASKED_COUNT`; ``packing``: several pairs to a row
-    pair (:class:`Packing`)."""
+    pair (:class:`Packing`); ``target``: as :class:`PlugOut`'s."""
 
     tokens: Tensor
     masked: Optional[Tensor] = None
@@ -118,6 +121,7 @@ class TwoStream:
     masked_count: Optional[int] = None
     padded: bool = True
     packing: Optional[Packing] = None
+    target: Optional[Tensor] = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,11 @@ class Embed:
 
 
 Request = Union[PlugOut, SelfLabel, TwoStream, Embed]
+
+
+Scores = Tuple[Tensor, Tensor]
+"""The LM head's cross-entropy (M,) fp32 and correctness (M,) bool at the M masked
+positions (``--fused-lm-loss``: :mod:`veco_plugin.modules.fused_cross_entropy`)."""
 
 
 @dataclass(frozen=True)
@@ -144,11 +153,12 @@ class PointerOutput:
 @dataclass(frozen=True)
 class PlugOutOutput:
     """``hidden`` {layer: (B, T, C)} of ``PlugOut.layers``; ``logits`` (M, V) at the M
-    masked positions, row-major; ``pointer``; ``exchange_logits`` (M, V) at the
-    same masked positions, x's rows then y's."""
+    masked positions, row-major, or their ``scores`` (:data:`Scores`); ``pointer``;
+    ``exchange_logits`` (M, V) at the same masked positions, x's rows then y's."""
 
     hidden: Dict[int, Tensor] = field(default_factory=dict)
     logits: Optional[Tensor] = None
+    scores: Optional[Scores] = None
     pointer: Optional[PointerOutput] = None
     exchange_logits: Optional[Tensor] = None
 
@@ -160,11 +170,13 @@ class SelfLabelOutput:
 
 @dataclass(frozen=True)
 class TwoStreamOutput:
-    """``h_logits`` / ``s_logits`` (M, V), x's rows before y's; ``h`` / ``s``
-    (2B, T, C) = H^L and S^L."""
+    """``h_logits`` / ``s_logits`` (M, V), x's rows before y's, or their
+    ``h_scores`` / ``s_scores`` (:data:`Scores`); ``h`` / ``s`` (2B, T, C) = H^L and S^L."""
 
     h_logits: Optional[Tensor] = None
     s_logits: Optional[Tensor] = None
+    h_scores: Optional[Scores] = None
+    s_scores: Optional[Scores] = None
     h: Optional[Tensor] = None
     s: Optional[Tensor] = None
 

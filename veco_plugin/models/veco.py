@@ -8,7 +8,7 @@ the cross-attention missing.
 
 import contextlib
 import logging
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +24,7 @@ from torch import Tensor
 
 from ..errors import VecoUserError
 from ..modules.activations import activation
+from ..modules.fused_cross_entropy import linear_cross_entropy
 from ..modules.language_embedding import TokenLanguageEmbedding
 from ..modules.pair_layout import reset_positions, selected, swap_halves
 from ..modules.pointer_network import VecoPointerNetwork
@@ -40,6 +41,7 @@ from .requests import (
     Pointer,
     PointerOutput,
     Request,
+    Scores,
     SelfLabel,
     SelfLabelOutput,
     TwoStream,
@@ -111,6 +113,13 @@ class VecoModel(RobertaModel):
             "compiles for every shape; the weights and checkpoints are the same",
         )
         parser.add_argument(
+            "--fused-lm-loss",
+            action="store_true",
+            help="the LM head's vocabulary projection and cross-entropy in one step, a "
+            "chunk of masked positions at a time: the (masked x vocabulary) logits are "
+            "never held whole (the same losses and gradients)",
+        )
+        parser.add_argument(
             "--language-embeddings",
             type=int,
             metavar="N",
@@ -165,6 +174,21 @@ class VecoModel(RobertaModel):
             return self.encoder.output_layer(features, masked)
         return self.encoder.lm_head(selected(features, masked, count))
 
+    def _head(
+        self, features: Tensor, masked: Tensor, count: Optional[int], target: Optional[Tensor]
+    ) -> Tuple[Optional[Tensor], Optional[Scores]]:
+        """The LM head at ``masked``: (logits, None), or with ``--fused-lm-loss`` and the
+        gold ``target`` (B, T) given, (None, scores) from the fused projection and
+        cross-entropy (:mod:`~veco_plugin.modules.fused_cross_entropy`; no (M, V) logits)."""
+        if not (getattr(self.args, "fused_lm_loss", False) and target is not None):
+            return self._logits(features, masked, count), None
+        if count is None:
+            count = int(masked.sum())  # a sync, as fairseq's head's indexing
+        head = self.encoder.lm_head
+        x = head.layer_norm(head.activation_fn(head.dense(selected(features, masked, count))))
+        gold = selected(target, masked, count)
+        return None, linear_cross_entropy(x, head.weight, head.bias, gold)
+
     def _positions(self, request) -> Optional[Tensor]:
         """Explicit positions of a ``PlugOut`` / ``SelfLabel``: a packing's, or XLM's
         restart at the second segment; None: fairseq's running positions."""
@@ -188,12 +212,14 @@ class VecoModel(RobertaModel):
         )
         hidden = {k: v.transpose(0, 1) for k, v in kept.items()}
         last = last.transpose(0, 1)  # (B, T, C)
-        logits = None
+        logits = scores = None
         if request.masked is not None:
-            logits = self._logits(last, request.masked, request.masked_count)
+            target = None if request.exchange else request.target  # WEAM reads the logits
+            logits, scores = self._head(last, request.masked, request.masked_count, target)
         return PlugOutOutput(
             hidden={k: hidden[k] for k in request.layers},
             logits=logits,
+            scores=scores,
             pointer=self._point(tokens, hidden[pointer.layer], pointer) if pointer else None,
             exchange_logits=(
                 self._exchange(last, request.exchange, logits) if request.exchange else None
@@ -252,9 +278,11 @@ class VecoModel(RobertaModel):
             h, _ = encoder.forward_stream(
                 tokens, positions=positions, padded=request.padded, segments=segments
             )  # (T, 2B, C)
-        h_logits = s_logits = s = None
+        h_logits = s_logits = h_scores = s_scores = s = None
         if request.need_h and masked is not None:
-            h_logits = self._logits(h.transpose(0, 1), masked, request.masked_count)
+            h_logits, h_scores = self._head(
+                h.transpose(0, 1), masked, request.masked_count, request.target
+            )
         if request.need_s or request.features:
             # S_x attends to H^L_y and S_y to H^L_x: swap the two halves of the batch.
             memory = swap_halves(h.detach() if stop_gradient else h, dim=1)
@@ -273,11 +301,15 @@ class VecoModel(RobertaModel):
                 memory_segments=memory_segments,
             )
             if request.need_s and masked is not None:
-                s_logits = self._logits(s.transpose(0, 1), masked, request.masked_count)
+                s_logits, s_scores = self._head(
+                    s.transpose(0, 1), masked, request.masked_count, request.target
+                )
         features = request.features
         return TwoStreamOutput(
             h_logits=h_logits,
             s_logits=s_logits,
+            h_scores=h_scores,
+            s_scores=s_scores,
             h=h.transpose(0, 1) if features else None,
             s=s.transpose(0, 1) if features and s is not None else None,
         )

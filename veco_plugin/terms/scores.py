@@ -22,9 +22,16 @@ def summed(loss: Tensor, correct: Tensor, select: Optional[Tensor] = None) -> Di
     return {"loss": (loss * select).sum(), "n": select.sum(), "correct": (correct & select).sum()}
 
 
-def masked_cross_entropy(logits: Tensor, target: Tensor) -> Dict[str, Any]:
-    """The token term of ``logits`` (M, V) against ``target`` (M,)."""
-    return summed(*token_scores(logits, target))
+def head_scores(
+    logits: Optional[Tensor], scores: Optional[Tuple[Tensor, Tensor]], target: Tensor, pad: int
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """The masked positions of ``target`` (bool, its shape), and the LM head's per-token
+    CE and correctness (M,) there: the ``scores`` the model computed (``--fused-lm-loss``),
+    else those of its ``logits`` (M, V)."""
+    count = scores[0].size(0) if scores is not None else logits.size(0)  # type: ignore
+    masked, gold = targets_at(target, pad, count)
+    loss, correct = scores if scores is not None else token_scores(logits, gold)  # type: ignore
+    return masked, loss, correct
 
 
 def targets_at(target: Tensor, pad: int, count: int) -> Tuple[Tensor, Tensor]:

@@ -10,7 +10,7 @@ from ..errors import VecoUserError
 from ..models.requests import Packing, PlugOut, TwoStream
 from ..modules.pair_layout import selected
 from .base import VecoTerm
-from .scores import masked_cross_entropy, summed, targets_at, token_scores
+from .scores import head_scores, summed
 
 
 @dataclass
@@ -58,6 +58,7 @@ class SegmentTerms(VecoTerm):
                 masked_count=batch.get("pair_masked"),
                 padded=batch.get("pair_padded", True),
                 packing=Packing.of(batch, "pair"),
+                target=batch["pair_target"],
             )
         elif mlm:
             requests[f"{kind}_mlm"] = PlugOut(
@@ -66,27 +67,31 @@ class SegmentTerms(VecoTerm):
                 masked_count=batch.get("pair_masked"),
                 padded=batch.get("pair_padded", True),
                 packing=Packing.of(batch, "pair"),
+                target=batch["pair_target"],
             )
 
     def add(self, kind, batch, outputs, terms):
+        target = batch["pair_target"]
         if f"{kind}_mlm" in outputs:
-            logits = outputs[f"{kind}_mlm"].logits
-            _, gold = targets_at(batch["pair_target"], self.pad, logits.size(0))
-            terms[f"{kind}_mlm"] = dict(masked_cross_entropy(logits, gold), key=f"{kind}_mlm")
+            out = outputs[f"{kind}_mlm"]
+            _, loss, correct = head_scores(out.logits, out.scores, target, self.pad)
+            terms[f"{kind}_mlm"] = dict(summed(loss, correct), key=f"{kind}_mlm")
         if f"{kind}_streams" not in outputs:
             return
         streams = outputs[f"{kind}_streams"]
-        count = (streams.h_logits if streams.s_logits is None else streams.s_logits).size(0)
-        masked, gold = targets_at(batch["pair_target"], self.pad, count)
-        # logits (M, V) follow the masked positions row by row
-        if "pair_first" in batch:  # packed: a pair may lie turned (data.packing)
-            is_x = selected(batch["pair_first"], masked, count)
-        else:  # one pair a row: x's rows come first
-            n_x = masked[: masked.size(0) // 2].sum()
-            is_x = torch.arange(gold.numel(), device=gold.device) < n_x
-        for stream, logits in (("mlm", streams.h_logits), ("ca", streams.s_logits)):
-            if logits is not None:
-                loss, correct = token_scores(logits, gold)
-                key = f"{kind}_{stream}"
-                terms[f"{kind}_x_{stream}"] = dict(summed(loss, correct, is_x), key=key)
-                terms[f"{kind}_y_{stream}"] = dict(summed(loss, correct, ~is_x), key=key)
+        for stream, logits, scores in (
+            ("mlm", streams.h_logits, streams.h_scores),
+            ("ca", streams.s_logits, streams.s_scores),
+        ):
+            if logits is None and scores is None:
+                continue
+            masked, loss, correct = head_scores(logits, scores, target, self.pad)
+            # the scores (M,) follow the masked positions row by row
+            if "pair_first" in batch:  # packed: a pair may lie turned (data.packing)
+                is_x = selected(batch["pair_first"], masked, loss.numel())
+            else:  # one pair a row: x's rows come first
+                n_x = masked[: masked.size(0) // 2].sum()
+                is_x = torch.arange(loss.numel(), device=loss.device) < n_x
+            key = f"{kind}_{stream}"
+            terms[f"{kind}_x_{stream}"] = dict(summed(loss, correct, is_x), key=key)
+            terms[f"{kind}_y_{stream}"] = dict(summed(loss, correct, ~is_x), key=key)

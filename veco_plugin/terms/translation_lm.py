@@ -11,7 +11,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..errors import VecoUserError
 from ..models.requests import Packing, PlugOut, Request
 from .base import VecoTerm
-from .scores import masked_cross_entropy, targets_at
+from .scores import head_scores, summed
 
 
 @dataclass
@@ -71,11 +71,16 @@ class TranslationTerm(VecoTerm):
         if kind == "bi" and self.on("bi_tlm"):
             masked, count = batch["concat_target"].ne(self.pad), batch.get("concat_masked")
             concat_request(
-                requests, batch, self.cfg.tlm_reset_positions, masked=masked, masked_count=count
+                requests,
+                batch,
+                self.cfg.tlm_reset_positions,
+                masked=masked,
+                masked_count=count,
+                target=batch["concat_target"],
             )
 
     def add(self, kind, batch, outputs, terms):
         if kind == "bi" and self.on("bi_tlm"):
-            logits = outputs["bi_tlm"].logits
-            _, gold = targets_at(batch["concat_target"], self.pad, logits.size(0))
-            terms["bi_tlm"] = dict(masked_cross_entropy(logits, gold), key="bi_tlm")
+            out = outputs["bi_tlm"]
+            _, loss, correct = head_scores(out.logits, out.scores, batch["concat_target"], self.pad)
+            terms["bi_tlm"] = dict(summed(loss, correct), key="bi_tlm")
