@@ -52,7 +52,7 @@ Trainer): its figures are a private loop's, not these.
 
     python benchmarks/trainer_speed.py [--data DATA] [--size veco_base] [--max-tokens 4096]
         [--positions 128] [--updates 20 --warmup 5] [--rows ca_mlm,tlm,mlm,masked_lm]
-        [--word-list DIR] [--pad-pairs] [--compile-layers]
+        [--word-list DIR] [--pad-pairs] [--compile-layers] [--fused-lm-loss]
         [--dtype fp32|bf16] [--json PATH]
 
 Without ``--data`` the DATA is made from the system's gettext catalogs (En-De) with
@@ -120,6 +120,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--compile-layers", action="store_true",
                    help="the plugin's rows with veco's --compile-layers (torch.compile; "
                    "--warmup updates absorb the compiles: give it at least 3)")  # fmt: skip
+    p.add_argument("--fused-lm-loss", action="store_true",
+                   help="the plugin's rows with veco's --fused-lm-loss")  # fmt: skip
     p.add_argument("--json", help="write the figures here")
     a = p.parse_args(argv)
     named = ARCH_SIZES[a.size[len("veco_") :]] if a.size else CPU_SHAPE
@@ -210,6 +212,7 @@ def command(row: str, a: argparse.Namespace, data: str, save: str) -> List[str]:
         criterion += objective(row).train_args(word_list=a.word_list or "")
     layout = ["--pad-pairs"] if a.pad_pairs else []
     layout += ["--compile-layers"] if a.compile_layers else []
+    layout += ["--fused-lm-loss"] if a.fused_lm_loss else []
     return [
         data, "--user-dir", USER_DIR, "--task", "veco_pretraining", *langs, "--arch", "veco_base",
         *size_flags(a), "--criterion", *criterion, *positions, *layout, *common,
@@ -393,6 +396,7 @@ def main(argv: Optional[List[str]] = None) -> Dict:
         f"after {a.warmup}, {device}, the plugin's pairs "
         + ("padded one a row (--pad-pairs)" if a.pad_pairs else "packed")
         + (", layers compiled (--compile-layers)" if a.compile_layers else "")
+        + (", --fused-lm-loss" if a.fused_lm_loss else "")
     )
     print(trainer_table(results))
     for name, r in results.items():
