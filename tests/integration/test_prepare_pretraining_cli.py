@@ -161,7 +161,10 @@ def test_killed_worker_leaves_no_half_shard(prepared, tmp_path):
         os.path.join(BIN, "veco-prepare-pretraining"),
         *map(str, flags(text, out, "--workers", "2")),
     ]
-    proc = subprocess.Popen(command, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # forked warm (its workers are the fork's children); cold when no zygote can run it
+    proc = WARM.popen(command, env(), merge_stderr=False) or subprocess.Popen(
+        command, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     while not (out / ".shard1.partial").exists() and proc.poll() is None:
         time.sleep(0.002)
     workers = _children(proc.pid)
