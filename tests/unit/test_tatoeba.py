@@ -5,16 +5,16 @@ recipe (fairseq RoBERTa's own ``extract_features``, one sentence at a time, fais
 IndexFlatL2 on the normalized non-English side queried with the English one)."""
 
 import json
+import os
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch
 
-from tests.helpers.runner import REPO
+from tests.helpers.runner import REPO, run
 from tests.helpers.tiny_encoder import write_tiny_encoder
 from veco_plugin.cli import tatoeba_eval
 from veco_plugin.corpora import tatoeba as T
@@ -178,7 +178,8 @@ def test_cli_refuses_xtreme_download_in_one_line(tiny, tmp_path):
     files = _xtreme_download(*T.laser_files(LASER, "de"), tmp_path)
     argv = ["-m", "veco_plugin.cli.tatoeba_eval", "--checkpoint", f"t={tiny / 'm.pt'}"]
     argv += ["--test", f"de={files[0]},{files[1]}", "--cpu"]
-    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=REPO)
+    # the real command line, forked from the tests' warm interpreter (runner.run)
+    proc = run(os.path.basename(sys.executable), argv, check=False, cwd=REPO)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"veco-tatoeba-eval: error: {files[1]}: the English side is sorted and does not line "
