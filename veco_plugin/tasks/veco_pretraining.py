@@ -530,11 +530,11 @@ class VecoPretrainingTask(FairseqTask):
         then the optimizer, and loads checkpoints into it. Packing weighs rows by the
         model's size from here on (:func:`~veco_plugin.data.packing.position_cost`)."""
         model = super().build_model(cfg, from_checkpoint)
-        ffn = model.sentence_encoder.layers[0].fc1
-        self.row_cost.position = position_cost(ffn.in_features, ffn.out_features)
         if from_checkpoint:
             return model
         check_model(cfg, model)
+        ffn = model.sentence_encoder.layers[0].fc1
+        self.row_cost.position = position_cost(ffn.in_features, ffn.out_features)
         if self.cfg.pretrained_xlmr:
             path = self.cfg.pretrained_xlmr
             if not os.path.exists(path):
