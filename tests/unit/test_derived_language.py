@@ -115,6 +115,17 @@ def test_text_of_each_transformation_is_inversion_then_segmentation_then_copies(
 # ---------------------------------------------------------------- labels follow words
 
 
+def _assert_moved(out, s, pieces, order, copy):
+    """Word i of ``out`` is word ``order[i]`` of ``s`` (its copies with ``copy``), its tag
+    with it."""
+    for i, j in enumerate(order):
+        assert out.tags[i] == s.tags[j]
+        if copy:
+            assert d.derived_word_pieces(out.words[i]) == d.transliterate(pieces[j])
+        else:
+            assert out.words[i] == s.words[j]
+
+
 @pytest.mark.parametrize("transform", [d.TRANS, d.INV, d.TRANS_INV])
 def test_labels_follow_their_words(sp, sentences, transform):
     invert, copy = d.TRANSFORMS[transform][0] == d.INV, d.TRANSFORMS[transform][1]
@@ -123,12 +134,7 @@ def test_labels_follow_their_words(sp, sentences, transform):
         out = d.derive_tagged(s, pieces, transform)
         order = d.pos_inversion_order(s.words) if invert else list(range(len(s.words)))
         assert len(out.words) == len(out.tags) == len(s.words) and out.where == s.where
-        for i, j in enumerate(order):
-            assert out.tags[i] == s.tags[j]
-            if copy:
-                assert d.derived_word_pieces(out.words[i]) == d.transliterate(pieces[j])
-            else:
-                assert out.words[i] == s.words[j]
+        _assert_moved(out, s, pieces, order, copy)
         if not copy:
             assert sorted(zip(out.words, out.tags)) == sorted(zip(s.words, s.tags))
 
@@ -165,12 +171,7 @@ def test_syn_moves_tags_with_words_and_composes_with_the_copies(sp, transform):
         assert sorted(order) == list(range(len(s.words)))
         pieces = _pieces(sp, s.words)
         out = d.derive_tagged(s, pieces, transform, order)
-        for i, j in enumerate(order):
-            assert out.tags[i] == s.tags[j]
-            if copy:
-                assert d.derived_word_pieces(out.words[i]) == d.transliterate(pieces[j])
-            else:
-                assert out.words[i] == s.words[j]
+        _assert_moved(out, s, pieces, order, copy)
         eng, der = d.derive_line(s.words, pieces, transform, order)
         moved = [p for j in order for p in pieces[j]]
         assert (d.untransliterate(der) if copy else der) == moved and len(eng) == len(der)
