@@ -40,6 +40,17 @@ def _stoppable(init: Callable) -> Callable:
     return wrapper
 
 
+def _closing(run: Callable) -> Callable:
+    @functools.wraps(run)
+    def wrapper(self):
+        try:
+            run(self)
+        finally:  # the batches' iterator (and its DataLoader workers) ends with the thread,
+            self._source.close()  # as fairseq's own loop ends it, not with the thread object
+
+    return wrapper
+
+
 def stop_consumers() -> None:
     """Ask every live batch consumer to stop after its current batch; return once each
     has ended or waits to put a batch in its full queue."""
@@ -68,5 +79,6 @@ def install() -> None:
     from fairseq.distributed import utils
 
     wrap_once(iterators.BackgroundConsumer, "__init__", _stoppable, "collating_threads")
+    wrap_once(iterators.BackgroundConsumer, "run", _closing, "collating_threads")
     wrap_once(utils, "call_main", _stopping_after, "collating_threads")
     wrap_once(utils, "distributed_main", _stopping_after, "collating_threads")
