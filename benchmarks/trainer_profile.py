@@ -24,6 +24,12 @@ def main(argv=None) -> None:
     p.add_argument("--updates", type=int, default=4, help="profiled updates (after 2)")
     p.add_argument("--top", type=int, default=14, help="operators shown per row")
     ours, rest = p.parse_known_args(argv)
+    if ours.updates < 1:
+        p.error(f"--updates {ours.updates}: profile at least one update")
+    known = set(trainer_speed.ROWS) | set(trainer_speed.MORE_ROWS)
+    unknown = [row for row in ours.rows.split(",") if row not in known]
+    if unknown:
+        p.error(f"--rows {','.join(unknown)}: not a row; choose from {', '.join(sorted(known))}")
     a = trainer_speed.parse_args(rest)
     for row in ours.rows.split(","):
         with tempfile.TemporaryDirectory() as save:
