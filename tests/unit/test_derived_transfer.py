@@ -395,3 +395,34 @@ def test_trans_syn_reads_trees_everywhere_and_the_authors_recipe(tmp_path):
     assert (s.lr, s.epochs, s.batch_size, s.max_length, cfg.max_pos_train) == (2e-5, 10, 32, 512, 0)
     assert cli.recipe_note(cfg).endswith("(the authors')")
     assert st.stage_names(cfg)[-1] == "test-trans_syn-align_mlm-sup"
+
+
+class _Echo:
+    """The corpus stage's context: what it echoes, kept."""
+
+    def __init__(self) -> None:
+        self.lines: list = []
+
+    def echo(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_a_conllu_text_is_its_trees_words_with_or_without_trans_syn(tmp_path):
+    """A *.conllu --text pre-trains on its trees' words with any transformations (it was read
+    as raw CoNLL-U lines without trans_syn), so rows measured in separate runs share a text."""
+    fix = "tests/fixtures/udpos"
+    conllu = f"{fix}/en_ewt-ud-dev.excerpt.conllu"
+    tagged = ["--tagged-train", conllu, "--tagged-dev", conllu, "--tagged-test", conllu]
+    texts = {}
+    for transforms, extra in (
+        ("trans_inv", []),
+        ("trans,trans_syn", ["--syn-treebank", f"{fix}/fr_gsd-ud-dev.excerpt.cols.conllu"]),
+    ):
+        out = tmp_path / transforms
+        args = ["--out", str(out), "--text", conllu, *tagged, "--transforms", transforms, *extra]
+        cfg = cli.config_from(cli.get_parser().parse_args(args))
+        st.corpus(cfg).body(_Echo())
+        texts[transforms] = (out / "corpus" / st.TEXT).read_text(encoding="utf-8")
+    assert texts["trans_inv"] == texts["trans,trans_syn"]
+    first = texts["trans_inv"].splitlines()[0]
+    assert "\t" not in first and not first.startswith("#")  # words, not CoNLL-U rows

@@ -135,8 +135,9 @@ def get_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, help="the run directory (a re-run resumes)")
     p.add_argument("--text", action="append", default=[], metavar="FILE",
-                   help="English pre-training text, a sentence a line (repeat); the POS "
-                   "train sentences are always added")  # fmt: skip
+                   help="English pre-training text, a sentence a line, or CoNLL-U trees "
+                   "(*.conllu: their words, a tree a line) (repeat); the POS train sentences "
+                   "are always added")  # fmt: skip
     p.add_argument("--pos", metavar="DIR", help="a folder with one *train*, *dev* and *test* "
                    "file (.conllu or word<TAB>tag .tsv); the --tagged-* flags win")  # fmt: skip
     for split in st.POS_SPLITS:

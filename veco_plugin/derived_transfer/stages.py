@@ -238,8 +238,8 @@ def corpus(cfg: Config) -> Stage:
         lines: List[str] = []
         trees: List[str] = []  # with T_syn: each line's tree
         for path in cfg.texts:
-            if cfg.syn:
-                trees += conllu_blocks(path)
+            if path.endswith(".conllu"):  # with T_syn or not: the trees' words, a line each
+                trees += conllu_blocks(path) if cfg.syn else []
                 lines += [" ".join(s.words) for s in read_tagged([path])]
                 continue
             with open(path, encoding="utf-8") as f:
