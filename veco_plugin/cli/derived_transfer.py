@@ -34,6 +34,9 @@ full English train set); the table's notes name the recipe used.
 OUT holds the corpus, the sentencepiece model, the derived languages, every DATA,
 checkpoint, score, log (OUT/logs) and stamp (OUT/stamps: a re-run skips finished stages)
 and OUT/results.{md,json,png}. Stages: :mod:`veco_plugin.derived_transfer.stages`.
+``--merge RUN`` (repeated) writes one table of the models of finished runs measured on one
+text (e.g. ``--transforms trans,trans_syn`` in one run, ``trans_inv`` in another):
+:mod:`veco_plugin.derived_transfer.merge`.
 """
 
 import argparse
@@ -48,6 +51,7 @@ from ..corpora.derived import check_syn_inputs
 from ..derived_transfer import curve as regime
 from ..derived_transfer import report
 from ..derived_transfer import stages as st
+from ..derived_transfer.merge import merge
 from ..errors import VecoUserError
 from ..pipeline.runner import PipelineError, Runner, run_resumable
 from ..xtreme.stages import Settings
@@ -152,6 +156,10 @@ def get_parser() -> argparse.ArgumentParser:
     p.add_argument("--syn-treebank", action="append", default=[], metavar="FILE",
                    help="French CoNLL-U treebank T_syn's ordering model is trained on "
                    "(repeat; with trans_syn)")  # fmt: skip
+    p.add_argument("--merge", action="append", default=[], metavar="RUN",
+                   help="the --out of a finished run (repeat): their models in one table, plot "
+                   "and ρ in --out, nothing trained (rows measured in separate runs on one "
+                   "text, dictionary draw and settings; else refused)")  # fmt: skip
     p.add_argument("--objectives", default=",".join(st.DEFAULT_OBJECTIVES),
                    help=f"comma-separated, of {', '.join(st.OBJECTIVES)} "
                    "[%(default)s]")  # fmt: skip
@@ -488,6 +496,14 @@ CURVE_NOTE = (
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.merge:
+        given = [f for f in ("text", "pos", "syn_treebank") if getattr(args, f)]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise VecoUserError(f"--merge reads finished runs: leave out {flag}")
+        print(merge(args.out, args.merge))
+        print(f"== written: {args.out}/results.md, results.json, results.png")
+        return 0
     cfg = config_from(args)
     # the side-by-side jobs share the cores: torch's threads divided among them
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
