@@ -111,6 +111,8 @@ def test_merge_flags_are_checked_before_any_read(tmp_path, capsys):
     assert "give two or more" in refused(cli, ["--out", tmp_path / "m", "--merge", a], PROG, capsys)
     line = refused(cli, ["--out", a, "--merge", a, "--merge", b], PROG, capsys)
     assert "is one of the merged runs" in line
+    line = refused(cli, ["--out", tmp_path / "m", "--merge", a, "--merge", a], PROG, capsys)
+    assert f"--merge {a} is given twice" in line
     shutil.rmtree(b)
-    assert "no results.json" in refused(cli, ["--out", tmp_path / "m", "--merge", a, "--merge", b],
-                                        PROG, capsys)  # fmt: skip
+    line = refused(cli, ["--out", tmp_path / "m", "--merge", a, "--merge", b], PROG, capsys)
+    assert "no such directory" in line

@@ -32,6 +32,8 @@ ORDER = (TRANS, TRANS_INV, TRANS_SYN)  # the paper's rows
 
 def _results(run: str) -> Dict[str, Any]:
     path = os.path.join(run, "results.json")
+    if not os.path.isdir(run):
+        raise VecoUserError(f"--merge {run}: no such directory: give the --out of a finished run")
     if not os.path.isfile(path):
         raise VecoUserError(
             f"--merge {run}: no results.json: give the --out of a finished "
@@ -71,6 +73,10 @@ def merge(out: str, runs: Sequence[str]) -> str:
         raise VecoUserError(f"--out {out} is a file: give a directory for the merged table")
     if os.path.abspath(out) in map(os.path.abspath, runs):
         raise VecoUserError(f"--out {out} is one of the merged runs: give a directory of its own")
+    paths = [os.path.abspath(run) for run in runs]
+    for k, path in enumerate(paths):
+        if path in paths[:k]:
+            raise VecoUserError(f"--merge {runs[k]} is given twice: give each run once")
     payloads = [_results(run) for run in runs]
     fields = {f.name for f in dataclasses.fields(report.Cell)}
     cells: List[report.Cell] = []
@@ -90,5 +96,5 @@ def merge(out: str, runs: Sequence[str]) -> str:
     cells.sort(key=lambda c: rank.get(c.transform, len(ORDER)))  # stable: objectives in order
     os.makedirs(out, exist_ok=True)
     about = {key: payloads[0][key] for key in ("settings",) if key in payloads[0]}
-    about["merged_from"] = [os.path.abspath(run) for run in runs]
+    about["merged_from"] = paths
     return report.write(out, cells, about, payloads[0].get("notes", ()))
