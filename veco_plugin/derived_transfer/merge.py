@@ -71,9 +71,9 @@ def merge(out: str, runs: Sequence[str]) -> str:
         raise VecoUserError("--merge: give two or more finished runs (repeat --merge RUN)")
     if os.path.exists(out) and not os.path.isdir(out):
         raise VecoUserError(f"--out {out} is a file: give a directory for the merged table")
-    if os.path.abspath(out) in map(os.path.abspath, runs):
-        raise VecoUserError(f"--out {out} is one of the merged runs: give a directory of its own")
     paths = [os.path.abspath(run) for run in runs]
+    if os.path.abspath(out) in paths:
+        raise VecoUserError(f"--out {out} is one of the merged runs: give a directory of its own")
     for k, path in enumerate(paths):
         if path in paths[:k]:
             raise VecoUserError(f"--merge {runs[k]} is given twice: give each run once")
