@@ -79,6 +79,12 @@ def _cut(tmp_path):
     return runs
 
 
+def _another_tools(tmp_path):
+    runs = [_run(tmp_path / "syn", SYN), _run(tmp_path / "inv", INV)]
+    (runs[1] / "results.json").write_text('{"rows": {"cold": {}}}')
+    return runs
+
+
 def _unfinished(tmp_path):
     runs = [_run(tmp_path / "syn", SYN), _run(tmp_path / "inv", INV)]
     (runs[1] / "results.json").unlink()
@@ -92,6 +98,7 @@ def _unfinished(tmp_path):
         (_differing_settings, "their settings differ in results.json"),
         (_twice, "mlm on trans is in both"),
         (_cut, "results.json is not JSON"),
+        (_another_tools, "results.json has no models: give the --out of a veco-derived-transfer"),
         (_unfinished, "no results.json: give the --out of a finished veco-derived-transfer run"),
     ],
 )

@@ -41,9 +41,17 @@ def _results(run: str) -> Dict[str, Any]:
         )
     with open(path, encoding="utf-8") as f:
         try:
-            return json.load(f)
+            payload = json.load(f)
         except json.JSONDecodeError as e:
             raise VecoUserError(f"--merge {run}: {path} is not JSON ({e}): run it again") from e
+    models = payload.get("models") if isinstance(payload, dict) else None
+    if not isinstance(models, list) or not all(
+        isinstance(m, dict) and {"transform", "objective"} <= m.keys() for m in models
+    ):
+        raise VecoUserError(
+            f"--merge {run}: {path} has no models: give the --out of a veco-derived-transfer run"
+        )
+    return payload
 
 
 def _check_shared(first: str, run: str, a: Dict[str, Any], b: Dict[str, Any]) -> None:
